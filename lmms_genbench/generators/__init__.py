@@ -1,0 +1,13 @@
+"""Text-to-image backends behind one interface (see :mod:`.base`)."""
+
+from .base import GenerationFailure, GenerationResult, Generator, GeneratorConfigError
+from .registry import build_generator, generator_names
+
+__all__ = [
+    "GenerationFailure",
+    "GenerationResult",
+    "Generator",
+    "GeneratorConfigError",
+    "build_generator",
+    "generator_names",
+]

@@ -1,0 +1,110 @@
+"""Argument coercion shared by the generator backends.
+
+Arguments may come from Python or from an lmms-eval command line, where
+``"4"`` arrives as ``4``, ``"0.5"`` as ``0.5`` and ``"true"`` as ``True``.
+Each helper accepts those forms, returns the canonical Python value, and
+otherwise raises :class:`ArgumentError` naming the argument, what is allowed
+and what came in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+# Strings a command line uses to mean "no value" for an optional argument.
+_NONE_STRINGS = frozenset({"", "none", "null"})
+
+
+class ArgumentError(ValueError):
+    """A generator argument has a value the backend cannot use."""
+
+
+def _fail(arg: str, allowed: str, value: Any) -> ArgumentError:
+    return ArgumentError(f"{arg}: expected {allowed}; got {value!r}")
+
+
+def is_unset(value: Any) -> bool:
+    """True for ``None`` and for the strings a CLI uses to mean "no value"."""
+    return value is None or (
+        isinstance(value, str) and value.strip().lower() in _NONE_STRINGS
+    )
+
+
+def as_int(
+    arg: str, value: Any, *, minimum: int | None = None, optional: bool = False
+) -> int | None:
+    """Coerce ``value`` to an int (``4``, ``"4"`` and ``4.0`` all work)."""
+    allowed = "an integer" + (f" >= {minimum}" if minimum is not None else "")
+    if optional:
+        allowed += " or none"
+        if is_unset(value):
+            return None
+    result: int | None = None
+    if isinstance(value, bool):  # bool is an int subclass; True is not a count
+        result = None
+    elif isinstance(value, int) or isinstance(value, float) and value.is_integer():
+        result = int(value)
+    elif isinstance(value, str):
+        try:
+            result = int(value.strip())
+        except ValueError:
+            result = None
+    if result is None or (minimum is not None and result < minimum):
+        raise _fail(arg, allowed, value)
+    return result
+
+
+def as_float(
+    arg: str, value: Any, *, minimum: float | None = None, optional: bool = False
+) -> float | None:
+    """Coerce ``value`` to a finite float (``1``, ``"7.5"`` and ``7.5`` work)."""
+    allowed = "a finite number" + (f" >= {minimum:g}" if minimum is not None else "")
+    if optional:
+        allowed += " or none"
+        if is_unset(value):
+            return None
+    result: float | None = None
+    if isinstance(value, bool):
+        result = None
+    elif isinstance(value, (int, float)):
+        result = float(value)
+    elif isinstance(value, str):
+        try:
+            result = float(value.strip())
+        except ValueError:
+            result = None
+    if (
+        result is None
+        or not math.isfinite(result)
+        or (minimum is not None and result < minimum)
+    ):
+        raise _fail(arg, allowed, value)
+    return result
+
+
+def as_str(arg: str, value: Any, *, optional: bool = False) -> str | None:
+    """Coerce ``value`` to a non-empty string.
+
+    Numbers are turned back into text because a CLI may have parsed a name
+    such as ``1.5`` into a float; booleans are refused as surely a mistake.
+    """
+    allowed = "a non-empty string" + (" or none" if optional else "")
+    if optional and is_unset(value):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise _fail(arg, allowed, value)
+    text = str(value).strip()
+    if not text:
+        raise _fail(arg, allowed, value)
+    return text
+
+
+def as_choice(arg: str, value: Any, choices: Iterable[str]) -> str:
+    """Coerce ``value`` to one of ``choices`` (case-insensitive)."""
+    options = list(choices)
+    allowed = "one of " + ", ".join(repr(c) for c in options)
+    if isinstance(value, str) and value.strip().lower() in options:
+        return value.strip().lower()
+    raise _fail(arg, allowed, value)

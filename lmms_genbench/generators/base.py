@@ -1,0 +1,46 @@
+"""The text-to-image generator interface shared by every backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence, Union, runtime_checkable
+
+from PIL import Image
+
+
+@dataclass(frozen=True)
+class GenerationFailure:
+    """A prompt the backend could not turn into an image, with the reason.
+
+    Returned in place of an image so one bad prompt never sinks its batch.
+    """
+
+    reason: str
+
+
+GenerationResult = Union[Image.Image, GenerationFailure]
+
+
+class GeneratorConfigError(RuntimeError):
+    """The backend cannot work at all (bad key, no quota, unknown model).
+
+    Raised rather than returned per prompt: the engine stops the run instead
+    of failing every doc, and of paying for descriptions nobody will draw.
+    """
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A batch of prompts and seeds in, one image (or failure) per prompt out.
+
+    ``name`` identifies the backend *and* the settings that change its output;
+    the artifact store keys cached images by it, so two generators that can
+    draw different pictures for the same prompt and seed must differ in name.
+    """
+
+    name: str
+    batch_size: int
+
+    def generate(
+        self, prompts: Sequence[str], seeds: Sequence[int]
+    ) -> list[GenerationResult]: ...

@@ -1,0 +1,72 @@
+"""Metric building blocks: GC@T aggregation, Fréchet distance, FID features, encoders.
+
+Importing this package is cheap: numpy only. torch, transformers, clean-fid and
+sentence-transformers load when an encoder or feature extractor is built.
+"""
+
+from .encoders import (
+    LONG_TEXT_MODES,
+    SHIPPED_MINILM,
+    CLIPImageEncoder,
+    CLIPTextEncoder,
+    DINOEncoder,
+    ImageEncoder,
+    SentenceEncoder,
+    TextEncoder,
+    ViTCLSEncoder,
+    build_image_encoder,
+    build_text_encoder,
+    clear_encoder_cache,
+    get_image_encoder,
+    get_text_encoder,
+)
+from .fid import FrechetStats, frechet_distance
+from .gc import gc_at_t, gc_at_t_rows, gc_fid_at_t, gc_weights, step_weighted_mean
+from .inception import (
+    FID_IMAGE_SIZE,
+    FIDFeatureExtractor,
+    build_fid_extractor,
+    clean_fid_preprocess,
+    clear_fid_extractor_cache,
+    fid_helper_model_path,
+    get_fid_extractor,
+)
+from .similarity import cosine_similarity, l2_normalize
+from .tiny_models import TinyCLIP, TinyViT, tiny_clip, tiny_vit
+
+__all__ = [
+    "FID_IMAGE_SIZE",
+    "LONG_TEXT_MODES",
+    "SHIPPED_MINILM",
+    "CLIPImageEncoder",
+    "CLIPTextEncoder",
+    "DINOEncoder",
+    "FIDFeatureExtractor",
+    "FrechetStats",
+    "ImageEncoder",
+    "SentenceEncoder",
+    "TextEncoder",
+    "TinyCLIP",
+    "TinyViT",
+    "ViTCLSEncoder",
+    "build_fid_extractor",
+    "build_image_encoder",
+    "build_text_encoder",
+    "clean_fid_preprocess",
+    "clear_encoder_cache",
+    "clear_fid_extractor_cache",
+    "cosine_similarity",
+    "fid_helper_model_path",
+    "frechet_distance",
+    "gc_at_t",
+    "gc_at_t_rows",
+    "gc_fid_at_t",
+    "gc_weights",
+    "get_fid_extractor",
+    "get_image_encoder",
+    "get_text_encoder",
+    "l2_normalize",
+    "step_weighted_mean",
+    "tiny_clip",
+    "tiny_vit",
+]

@@ -1,0 +1,83 @@
+"""Shared helpers of the metric encoders: image loading, argument checks, model cache."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+__all__ = ["ModelCache", "check_batch_size", "check_device", "to_rgb_images"]
+
+
+def to_rgb_images(items: Sequence[Any], name: str = "images") -> list[Any]:
+    """Return ``items`` as a list of RGB ``PIL.Image``s.
+
+    Accepts PIL images (any mode) and paths to image files; anything else is an error.
+    """
+    from PIL import Image
+
+    if isinstance(items, (str, bytes, os.PathLike)) or not isinstance(items, Sequence):
+        raise TypeError(
+            f"{name} must be a sequence of PIL images or image paths, got {type(items).__name__}"
+        )
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, Image.Image):
+            # convert() always returns a new image, and loads lazily opened files
+            out.append(item if item.mode == "RGB" else item.convert("RGB"))
+        elif isinstance(item, (str, os.PathLike)):
+            with Image.open(item) as im:
+                out.append(im.convert("RGB"))
+        else:
+            raise TypeError(
+                f"{name}[{i}] must be a PIL.Image.Image or a path, got {type(item).__name__}"
+            )
+    return out
+
+
+def check_batch_size(batch_size: Any) -> int:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or batch_size < 1
+    ):
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return batch_size
+
+
+def check_device(device: Any) -> str:
+    """Normalise a device given as a string or ``torch.device`` to its string form."""
+    if hasattr(device, "type") and hasattr(device, "index"):  # torch.device
+        return str(device)
+    if not isinstance(device, str) or not device:
+        raise ValueError(
+            f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}"
+        )
+    return device
+
+
+class ModelCache:
+    """Process-wide cache of loaded models, keyed by hashable specs.
+
+    lmms-eval calls task functions from a thread pool, so lookups and loads are
+    serialised by one lock: a model is loaded at most once per key.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[tuple[Hashable, ...], Any] = {}
+
+    def get(self, key: tuple[Hashable, ...], load: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = load()
+            return self._items[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)

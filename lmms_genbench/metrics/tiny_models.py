@@ -1,0 +1,139 @@
+"""Tiny random-weight encoders for tests and the offline "smoke" preset.
+
+Built from configs, nothing is downloaded. Weights are seeded without touching the
+global torch RNG. Their similarities carry no meaning; they only exercise the code paths.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["TinyCLIP", "TinyViT", "tiny_clip", "tiny_vit"]
+
+_TINY_IMAGE_SIZE = 32
+_TINY_TEXT_LENGTH = 16
+
+
+class TinyViT(NamedTuple):
+    model: Any  # transformers.ViTModel
+    processor: Any  # ViT image processor (PIL backend)
+
+
+class TinyCLIP(NamedTuple):
+    model: Any  # transformers.CLIPModel
+    image_processor: Any  # CLIP image processor (PIL backend)
+    tokenizer: Any  # CLIPTokenizer over a byte-level vocabulary without merges
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
+    return seed
+
+
+def _seeded(seed: int, build: Any) -> Any:
+    import torch
+
+    # fork_rng restores the global CPU RNG afterwards, so callers' randomness is untouched
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
+
+
+def _pil_processor_class(name: str) -> Any:
+    """``<name>Pil`` on transformers >= 5, ``<name>`` (already PIL-based) before."""
+    import transformers
+
+    return getattr(transformers, name + "Pil", None) or getattr(transformers, name)
+
+
+def tiny_vit(seed: int = 0) -> TinyViT:
+    """A 2-layer, 32-wide ViT over 32 x 32 images (patch 8) and its image processor."""
+    from transformers import ViTConfig, ViTModel
+
+    seed = _check_seed(seed)
+    config = ViTConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        image_size=_TINY_IMAGE_SIZE,
+        patch_size=8,
+    )
+    model = _seeded(seed, lambda: ViTModel(config)).eval()
+    processor = _pil_processor_class("ViTImageProcessor")(
+        size={"height": _TINY_IMAGE_SIZE, "width": _TINY_IMAGE_SIZE}
+    )
+    return TinyViT(model, processor)
+
+
+def _byte_level_vocab() -> dict:
+    # GPT-2/CLIP byte -> printable unicode table; every byte is a token, with and without "</w>"
+    bs = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    chars = [chr(c) for c in cs]
+    vocab = {c: i for i, c in enumerate(chars)}
+    vocab.update({c + "</w>": i + 256 for i, c in enumerate(chars)})
+    vocab["<|startoftext|>"] = 512
+    vocab["<|endoftext|>"] = 513
+    return vocab
+
+
+def tiny_clip(seed: int = 0) -> TinyCLIP:
+    """A 2-layer CLIP (text width 32, 16 positions; vision 32 x 32 images, patch 8; projection 16).
+
+    The tokenizer has one token per byte (no merges), so a text of k characters
+    takes about k tokens; texts over 14 characters exceed the 16-token context.
+    """
+    from transformers import CLIPConfig, CLIPModel, CLIPTokenizer
+
+    seed = _check_seed(seed)
+    vocab = _byte_level_vocab()
+    try:
+        tokenizer = CLIPTokenizer(
+            vocab=vocab, merges=[], model_max_length=_TINY_TEXT_LENGTH
+        )
+    except TypeError as exc:  # transformers < 5 only builds CLIP tokenizers from files
+        raise RuntimeError(
+            "tiny_clip needs transformers >= 5 (in-memory CLIP tokenizer)"
+        ) from exc
+    config = CLIPConfig(
+        text_config={
+            "vocab_size": len(vocab),
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "max_position_embeddings": _TINY_TEXT_LENGTH,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "pad_token_id": tokenizer.pad_token_id,
+            "projection_dim": 16,
+        },
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "image_size": _TINY_IMAGE_SIZE,
+            "patch_size": 8,
+            "projection_dim": 16,
+        },
+        projection_dim=16,
+    )
+    model = _seeded(seed, lambda: CLIPModel(config)).eval()
+    image_processor = _pil_processor_class("CLIPImageProcessor")(
+        size={"shortest_edge": _TINY_IMAGE_SIZE},
+        crop_size={"height": _TINY_IMAGE_SIZE, "width": _TINY_IMAGE_SIZE},
+    )
+    return TinyCLIP(model, image_processor, tokenizer)

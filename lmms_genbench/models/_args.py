@@ -1,0 +1,46 @@
+"""Helpers shared by our lmms-eval model types for reading ``--model_args``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Settings that change where or how fast a model runs but not what it outputs;
+# they stay out of artifact keys so moving a run to another GPU reuses its work.
+OPERATIONAL_ARGS = frozenset(
+    {"device", "device_map", "batch_size", "max_batch_size", "attn_implementation", "num_workers"}
+)
+
+
+_SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def identity_args(args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments that decide a model's output: no operational settings and
+    no credentials (a key must never reach a folder name, a file or a log)."""
+    return {
+        k: v
+        for k, v in sorted(args.items())
+        if k not in OPERATIONAL_ARGS and not any(word in k.lower() for word in _SECRET_WORDS)
+    }
+
+
+def split_prefixed(kwargs: dict[str, Any], prefixes: tuple[str, ...]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Split ``{"describer.pretrained": x, "foo": y}`` into per-prefix dicts and the rest."""
+    grouped: dict[str, dict[str, Any]] = {p: {} for p in prefixes}
+    rest: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        head, dot, tail = key.partition(".")
+        if dot and head in grouped and tail:
+            grouped[head][tail] = value
+        else:
+            rest[key] = value
+    return grouped, rest
+
+
+def optional_int(name: str, value: Any) -> int | None:
+    if value is None or value == "" or value == "None":
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"model_args {name} must be an integer, got {value!r}") from None

@@ -1,0 +1,197 @@
+"""lmms-eval model type ``cycle``: a describer and a generator run as chains.
+
+    lmms-eval --model cycle \\
+        --model_args describer=llava_hf,describer.pretrained=llava-hf/llava-1.5-7b-hf,\\
+    generator=diffusers,generator.pretrained=stabilityai/sdxl-turbo,artifacts=./artifacts \\
+        --tasks mmeception
+
+Each request is one doc; its response is the doc's chain as JSON (see
+:meth:`lmms_genbench.engine.ChainOutcome.to_dict`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+from typing import Any
+
+from lmms_eval.api.model import lmms
+
+from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
+from ..engine.store import slug_key, stable_hash
+from ..generators import build_generator
+from ._args import identity_args, optional_int, split_prefixed
+
+logger = logging.getLogger(__name__)
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # random-weight describer and generator built locally: proves the plumbing, not a model
+    "smoke": {"describer": "llava_hf", "generator": "smoke"},
+}
+
+
+def _smoke_describer_args() -> dict[str, Any]:
+    import torch
+
+    from .smoke_describer import tiny_llava_path
+
+    if "OMP_NUM_THREADS" not in os.environ:
+        # the tiny smoke networks are dominated by per-op overhead; extra threads
+        # only contend (about 10x slower on a loaded 2-core machine)
+        torch.set_num_threads(1)
+    return {"pretrained": str(tiny_llava_path()), "device": "cpu", "device_map": "cpu", "dtype": "float32"}
+
+
+def build_describer(name: str, args: dict[str, Any]):
+    """Instantiate a registered lmms-eval model by name with its own arguments."""
+    from lmms_eval.models import get_model
+
+    cls = get_model(name)
+    lm = cls(**args)
+    shown = identity_args(args)
+    ident = str(shown.get("pretrained") or shown.get("model_version") or shown.get("model") or name)
+    if os.path.isabs(ident) or os.path.exists(ident):
+        ident = os.path.basename(os.path.normpath(ident))  # a local folder: its name reads best
+    describer_id = f"{name}-{slug_key(str(ident), 32)}-{stable_hash(shown, 8)}"
+    return LmmsDescriber(lm, describer_id)
+
+
+def _chain_key(doc: Any, doc_id: int) -> str:
+    if isinstance(doc, dict):
+        for field in ("chain_id", "question_id", "id"):
+            if doc.get(field) not in (None, ""):
+                return str(doc[field])
+    return str(doc_id)
+
+
+def _load_seed(spec: ChainSpec, doc: Any, doc_to_visual, doc_error: Exception | None = None):
+    if doc_error is not None:
+        # reading the doc itself failed (e.g. an undecodable image column)
+        raise doc_error
+    if spec.kind(0) == "image":
+        return doc_to_visual(doc)
+    if not spec.seed_field:
+        raise ValueError("a text-first chain needs generation_kwargs.seed_field naming the doc's text field")
+    return doc[spec.seed_field]
+
+
+class CycleModel(lmms):
+    """Compose any lmms-eval describer with any text-to-image generator.
+
+    Args:
+        describer: registered lmms-eval model name (``llava_hf``, ``qwen2_5_vl``,
+            ``vllm``, ``openai``, ...). Its own arguments are given as
+            ``describer.<arg>=<value>``.
+        generator: generator backend (``diffusers``, ``openai``, ``smoke``);
+            its arguments as ``generator.<arg>=<value>``.
+        preset: ``smoke`` fills in a tiny random-weight describer and generator
+            (explicit ``describer*``/``generator*`` arguments still win).
+        artifacts: root folder of the artifact store (default
+            ``$LMMS_GENBENCH_ARTIFACTS`` or ``~/.cache/lmms_genbench/artifacts``).
+        describer_batch: images sent to the describer per call.
+        stop_after_hop: compute no hop beyond this one in this run.
+        batch_size, max_batch_size, device: passed by lmms-eval to every model;
+            ignored here (set ``describer.batch_size``/``generator.batch_size``).
+    """
+
+    def __init__(
+        self,
+        describer: str | None = None,
+        generator: str | None = None,
+        preset: str | None = None,
+        artifacts: str | None = None,
+        describer_batch: int = 16,
+        stop_after_hop: int | None = None,
+        batch_size: Any = None,
+        max_batch_size: Any = None,
+        device: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        grouped, unknown = split_prefixed(kwargs, ("describer", "generator"))
+        if unknown:
+            raise ValueError(
+                f"unknown model_args for cycle: {sorted(unknown)}; describer and generator "
+                "arguments take a prefix, e.g. describer.pretrained=... or generator.steps=4"
+            )
+        describer_args, generator_args = grouped["describer"], grouped["generator"]
+        if preset is not None:
+            if preset not in PRESETS:
+                raise ValueError(f"model_args preset must be one of {sorted(PRESETS)}, got {preset!r}")
+            describer = describer or PRESETS[preset]["describer"]
+            generator = generator or PRESETS[preset]["generator"]
+            if preset == "smoke" and describer == "llava_hf":
+                describer_args = {**_smoke_describer_args(), **describer_args}
+        if not describer:
+            raise ValueError("model_args describer is required (an lmms-eval model name such as llava_hf), or use preset=smoke")
+        if not generator:
+            raise ValueError("model_args generator is required (diffusers, openai or smoke), or use preset=smoke")
+        describer_batch = optional_int("describer_batch", describer_batch)
+        if describer_batch is None or describer_batch < 1:
+            raise ValueError(f"model_args describer_batch must be >= 1, got {describer_batch!r}")
+
+        from accelerate import Accelerator
+
+        self.accelerator = Accelerator()
+        self._rank = self.accelerator.process_index
+        self._world_size = self.accelerator.num_processes
+        self._device = self.accelerator.device
+
+        self.store = ArtifactStore(artifacts)
+        self.describer = build_describer(describer, describer_args)
+        self.generator = build_generator(generator, **generator_args)
+        self.engine = CycleEngine(
+            self.describer,
+            self.generator,
+            describer_batch=describer_batch,
+            stop_after_hop=optional_int("stop_after_hop", stop_after_hop),
+            progress=self._rank == 0,
+        )
+        self.last_stats = None
+
+    @property
+    def device(self):
+        return self._device
+
+    @functools.lru_cache(maxsize=64)
+    def _spec(self, context: str, gen_kwargs_json: str) -> ChainSpec:
+        return ChainSpec.from_request(context, json.loads(gen_kwargs_json))
+
+    def generate_until(self, requests) -> list[str]:
+        jobs, namespaces = [], {}
+        for request in requests:
+            context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
+            spec = self._spec(context, json.dumps(gen_kwargs or {}, sort_keys=True, default=str))
+            try:
+                doc, doc_error = self.task_dict[task][split][doc_id], None
+            except Exception as exc:
+                doc, doc_error = None, exc
+            key = _chain_key(doc, doc_id)
+            namespace = self.store.namespace(self.describer.name, self.generator.name, spec.protocol_id(task))
+            namespaces[namespace] = (task, spec)
+            location = self.store.chain(namespace, key)
+            jobs.append(ChainJob(key, spec, location, functools.partial(_load_seed, spec, doc, doc_to_visual, doc_error)))
+
+        for namespace, (task, spec) in namespaces.items():
+            manifest = namespace / "protocol.json"
+            if not manifest.exists():
+                self.store.write_json(
+                    manifest,
+                    {"task": task, "describer": self.describer.name, "generator": self.generator.name, **spec.describe_settings()},
+                )
+
+        outcomes, stats = self.engine.run(jobs)
+        self.last_stats = stats
+        for namespace in namespaces:
+            self.store.append_jsonl(namespace / "runs.jsonl", {"rank": self._rank, **stats.to_dict()})
+        failed = sum(1 for o in outcomes if not o.ok)
+        logger.info("cycle: %d chains, %d failed, stats %s", len(outcomes), failed, stats.to_dict())
+        return [json.dumps(o.to_dict(), ensure_ascii=False) for o in outcomes]
+
+    def loglikelihood(self, requests):
+        raise NotImplementedError("the cycle model only generates chains; it cannot score loglikelihood requests")
+
+    def generate_until_multi_round(self, requests):
+        raise NotImplementedError("the cycle model does not support multi-round generation")

@@ -1,0 +1,48 @@
+"""Deterministic stand-ins for a describer and a generator, counting calls."""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image
+
+from lmms_genbench.generators import GenerationFailure
+
+
+class FakeDescriber:
+    name = "fake-describer"
+
+    def __init__(self, replies=None):
+        self.calls: list[int] = []  # batch size of each call
+        self.replies = replies or {}  # mean colour -> forced reply
+
+    def describe(self, images, prompt, gen_kwargs):
+        self.calls.append(len(images))
+        out = []
+        for img in images:
+            colour = tuple(int(c) for c in np.asarray(img).reshape(-1, 3).mean(0))
+            out.append(self.replies.get(colour, f"a square of colour {colour[0]} {colour[1]} {colour[2]}"))
+        return out
+
+
+class FakeGenerator:
+    name = "fake-generator"
+
+    def __init__(self, batch_size=4, fail_on=(), interrupt_on_call=None):
+        self.batch_size = batch_size
+        self.calls: list[int] = []
+        self.fail_on = fail_on
+        self.interrupt_on_call = interrupt_on_call
+
+    def generate(self, prompts, seeds):
+        self.calls.append(len(prompts))
+        if self.interrupt_on_call is not None and len(self.calls) == self.interrupt_on_call:
+            raise KeyboardInterrupt("simulated interrupt")
+        out = []
+        for prompt in prompts:
+            if any(word in prompt for word in self.fail_on):
+                out.append(GenerationFailure("backend refused this prompt"))
+                continue
+            numbers = [int(tok) for tok in prompt.split() if tok.isdigit()][-3:]
+            colour = tuple(min(255, n + 10) for n in numbers) if len(numbers) == 3 else (0, 0, 0)
+            out.append(Image.new("RGB", (8, 8), colour))
+        return out

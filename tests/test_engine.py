@@ -1,0 +1,286 @@
+import io
+import os
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from lmms_genbench.engine import (
+    ArtifactStore,
+    BadImageError,
+    ChainJob,
+    ChainSpec,
+    CycleEngine,
+    normalize_image,
+)
+from lmms_genbench.engine.describer import LmmsDescriber
+
+from .fakes import FakeDescriber, FakeGenerator
+
+
+def _spec(**gen_kwargs):
+    return ChainSpec.from_request("Describe the image.", {"iterations": 2, **gen_kwargs})
+
+
+def _jobs(store, spec, seeds):
+    ns = store.namespace("d", "g", spec.protocol_id("test"))
+    return [ChainJob(str(k), spec, store.chain(ns, str(k)), (lambda s=s: [s])) for k, s in enumerate(seeds)]
+
+
+def _colours(n):
+    return [Image.new("RGB", (16, 16), (20 * i, 100, 200)) for i in range(n)]
+
+
+# -- protocol -------------------------------------------------------------------
+
+
+def test_spec_from_generation_kwargs():
+    spec = ChainSpec.from_request("P", {"iterations": 3, "max_new_tokens": 512, "until": [], "temperature": 0})
+    assert spec.hops == 6 and spec.direction == "image_first"
+    assert [spec.kind(h) for h in range(4)] == ["image", "text", "image", "text"]
+    assert spec.describer_kwargs == {"max_new_tokens": 512, "temperature": 0}  # empty `until` dropped
+    text_first = ChainSpec.from_request("P", {"generations": 4, "direction": "text_first", "seed_field": "caption"})
+    assert text_first.hops == 4 and text_first.kind(0) == "text" and text_first.kind(1) == "image"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"iterations": 0}, "iterations must be >= 1"),
+        ({"iterations": "three"}, "iterations must be an integer"),
+        ({"direction": "sideways"}, "direction must be 'image_first' or 'text_first'"),
+        ({"generate_prompt": "no placeholder"}, "must contain '{description}'"),
+        ({"iterations": 1, "generations": 2}, "not both"),
+    ],
+)
+def test_spec_rejects_bad_settings(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ChainSpec.from_request("P", kwargs)
+
+
+def test_protocol_id_depends_on_settings_not_length():
+    a = ChainSpec.from_request("P", {"iterations": 1})
+    assert a.protocol_id("t") == ChainSpec.from_request("P", {"iterations": 3}).protocol_id("t")
+    assert a.protocol_id("t") != ChainSpec.from_request("Q", {"iterations": 1}).protocol_id("t")
+    assert a.protocol_id("t") != ChainSpec.from_request("P", {"iterations": 1, "max_new_tokens": 5}).protocol_id("t")
+
+
+# -- breadth-first batching -----------------------------------------------------
+
+
+def test_breadth_first_batches_and_complete_chains(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec()
+    describer, generator = FakeDescriber(), FakeGenerator(batch_size=4)
+    engine = CycleEngine(describer, generator, describer_batch=5)
+    outcomes, stats = engine.run(_jobs(store, spec, _colours(7)))
+    assert all(o.ok for o in outcomes)
+    # 2 describe hops x ceil(7/5) calls; 2 draw hops x ceil(7/4) calls: never one doc per call
+    assert describer.calls == [5, 2, 5, 2]
+    assert generator.calls == [4, 3, 4, 3]
+    chain = outcomes[0].to_dict()
+    assert [h["kind"] for h in chain["hops"]] == ["image", "text", "image", "text", "image"]
+    assert chain["hops"][1]["text"].startswith("a square of colour")
+    assert all(os.path.isfile(h["path"]) for h in chain["hops"])
+    assert stats.describe_items == 14 and stats.generate_items == 14
+
+
+def test_duplicate_docs_run_once(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    describer = FakeDescriber()
+    jobs = _jobs(store, spec, _colours(2))
+    outcomes, _ = CycleEngine(describer, FakeGenerator()).run(jobs + jobs[:1])  # rank padding repeats a doc
+    assert describer.calls == [2] and len(outcomes) == 3 and outcomes[2] is outcomes[0]
+
+
+# -- resume ---------------------------------------------------------------------
+
+
+def _mtimes(root):
+    return {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+
+
+def test_stop_then_resume_recomputes_nothing(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec()
+    first = CycleEngine(FakeDescriber(), FakeGenerator(), stop_after_hop=2)
+    partial, stats = first.run(_jobs(store, spec, _colours(3)))
+    assert all(o.failure.stage == "incomplete" for o in partial)
+    assert stats.failures == {"incomplete": 3}
+    before = _mtimes(tmp_path)
+
+    describer, generator = FakeDescriber(), FakeGenerator()
+    done, stats = CycleEngine(describer, generator).run(_jobs(store, spec, _colours(3)))
+    assert all(o.ok for o in done)
+    assert describer.calls == [3] and generator.calls == [3]  # only hops 3 and 4
+    assert stats.hops_reused == 9  # hops 0-2 of three docs
+    assert all(_mtimes(tmp_path)[p] == t for p, t in before.items())
+
+
+def test_interrupted_run_resumes_from_last_complete_hop(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec()
+    with pytest.raises(KeyboardInterrupt):
+        CycleEngine(FakeDescriber(), FakeGenerator(batch_size=2, interrupt_on_call=2)).run(
+            _jobs(store, spec, _colours(3))
+        )
+    # no half-written file is left behind
+    assert not [p for p in tmp_path.rglob("*.tmp")]
+    describer, generator = FakeDescriber(), FakeGenerator(batch_size=2)
+    outcomes, _ = CycleEngine(describer, generator).run(_jobs(store, spec, _colours(3)))
+    assert all(o.ok for o in outcomes)
+    assert describer.calls == [3]  # hop 1 was stored before the interrupt
+    assert generator.calls == [1, 2, 1]  # hop 2 for the doc not drawn yet, then hop 4
+
+
+def test_resumed_chain_equals_uninterrupted(tmp_path):
+    spec = _spec()
+    a, b = ArtifactStore(tmp_path / "a"), ArtifactStore(tmp_path / "b")
+    full, _ = CycleEngine(FakeDescriber(), FakeGenerator()).run(_jobs(a, spec, _colours(3)))
+    CycleEngine(FakeDescriber(), FakeGenerator(), stop_after_hop=1).run(_jobs(b, spec, _colours(3)))
+    resumed, _ = CycleEngine(FakeDescriber(), FakeGenerator()).run(_jobs(b, spec, _colours(3)))
+    texts = lambda outs: [[h.get("text") for h in o.to_dict()["hops"]] for o in outs]  # noqa: E731
+    assert texts(full) == texts(resumed)
+
+
+# -- bad input ------------------------------------------------------------------
+
+
+def _png_bytes(img):
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_bad_and_odd_seeds_fail_alone(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    good = Image.new("RGB", (32, 32), (10, 20, 30))
+    seeds = {
+        "good": good,
+        "truncated": _png_bytes(Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)))[:200],
+        "not_an_image": b"hello world",
+        "rgba": Image.new("RGBA", (16, 16), (255, 0, 0, 0)),
+        "palette": Image.new("P", (16, 16), 3),
+        "sixteen_bit": Image.fromarray(np.arange(256, dtype=np.uint16).reshape(16, 16) * 200),
+        "grayscale": Image.new("L", (16, 16), 128),
+        "one_pixel": Image.new("RGB", (1, 1), (1, 2, 3)),
+        "very_large": Image.new("RGB", (6000, 4000), (5, 5, 5)),
+        "missing": [],
+    }
+    ns = store.namespace("d", "g", spec.protocol_id("test"))
+    jobs = [ChainJob(k, spec, store.chain(ns, k), (lambda s=s: s if isinstance(s, list) else [s])) for k, s in seeds.items()]
+    outcomes, stats = CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
+    status = {o.key: (o.ok, o.failure and o.failure.reason) for o in outcomes}
+    for ok in ("good", "rgba", "palette", "sixteen_bit", "grayscale", "one_pixel", "very_large"):
+        assert status[ok][0], (ok, status[ok])
+    for bad in ("truncated", "not_an_image", "missing"):
+        assert not status[bad][0]
+        assert outcomes[list(seeds).index(bad)].failure.stage == "seed"
+    assert "unreadable image" in status["truncated"][1]
+    assert stats.failures == {"seed": 3}
+    large = store.chain(ns, "very_large").read_image(0)
+    assert max(large.size) == 2048  # downscaled, not rejected
+
+
+def test_empty_refused_and_generator_failures_are_per_doc(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    seeds = [Image.new("RGB", (8, 8), c) for c in [(1, 1, 1), (2, 2, 2), (3, 3, 3), (4, 4, 4)]]
+    describer = FakeDescriber(replies={(1, 1, 1): "   ", (2, 2, 2): "I'm sorry, I can't help with that."})
+    generator = FakeGenerator(fail_on=("3 3 3",))
+    outcomes, stats = CycleEngine(describer, generator).run(_jobs(store, spec, seeds))
+    reasons = [o.failure and (o.failure.stage, o.failure.reason) for o in outcomes]
+    assert reasons[0] == ("describe", "empty description")
+    assert reasons[1][0] == "describe" and reasons[1][1].startswith("refused description")
+    assert reasons[2] == ("generate", "backend refused this prompt")
+    assert reasons[3] is None
+    assert stats.failures == {"describe": 2, "generate": 1}
+    # the failed doc keeps what it had computed
+    assert [h["kind"] for h in outcomes[2].to_dict()["hops"]] == ["image", "text"]
+
+
+def test_generator_exception_fails_its_batch_not_the_run(tmp_path):
+    class Broken(FakeGenerator):
+        def generate(self, prompts, seeds):
+            raise RuntimeError("CUDA out of memory")
+
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    outcomes, _ = CycleEngine(FakeDescriber(), Broken()).run(_jobs(store, spec, _colours(2)))
+    assert all(o.failure.stage == "generate" and "out of memory" in o.failure.reason for o in outcomes)
+
+
+def test_generator_config_error_stops_the_run(tmp_path):
+    from lmms_genbench.generators import GeneratorConfigError
+
+    class NoKey(FakeGenerator):
+        def generate(self, prompts, seeds):
+            raise GeneratorConfigError("OPENAI_API_KEY is not set")
+
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    with pytest.raises(GeneratorConfigError):
+        CycleEngine(FakeDescriber(), NoKey()).run(_jobs(store, spec, _colours(2)))
+    # the descriptions already paid for are kept for the rerun
+    assert len(list(tmp_path.rglob("001.txt"))) == 2
+
+
+def test_normalize_image_modes():
+    assert normalize_image(Image.new("LA", (4, 4), (0, 0))).getpixel((0, 0)) == (255, 255, 255)
+    img16 = Image.fromarray(np.array([[0, 65535]], dtype=np.uint16))
+    assert normalize_image(img16).getpixel((1, 0)) == (255, 255, 255)
+    with pytest.raises(BadImageError, match="unsupported image type"):
+        normalize_image(3.14)
+
+
+# -- lmms-eval describer adapter ------------------------------------------------
+
+
+class _SimpleLM:
+    is_simple = True
+
+    def __init__(self):
+        self.task_dict = {}
+        self.seen = []
+
+    def generate_until(self, requests):
+        out = []
+        for r in requests:
+            ctx, kwargs, doc_to_visual, doc_id, task, split = r.args
+            visual = doc_to_visual(self.task_dict[task][split][doc_id])
+            kwargs.pop("until", None)  # real models mutate their kwargs
+            self.seen.append((ctx, visual[0].size))
+            out.append(f"desc {doc_id}")
+        return out
+
+
+class _ChatLM(_SimpleLM):
+    is_simple = False
+
+    def generate_until(self, requests):
+        out = []
+        for r in requests:
+            ctx, doc_to_messages, kwargs, doc_id, task, split = r.args
+            messages = doc_to_messages(self.task_dict[task][split][doc_id])
+            content = messages[0]["content"]
+            assert content[0]["type"] == "image" and content[1] == {"type": "text", "text": ctx}
+            out.append(f"chat {doc_id}")
+        return out
+
+
+@pytest.mark.parametrize("lm_cls, prefix", [(_SimpleLM, "desc"), (_ChatLM, "chat")])
+def test_lmms_describer_builds_requests_for_both_apis(lm_cls, prefix):
+    lm = lm_cls()
+    kwargs = {"max_new_tokens": 5, "until": ["x"]}
+    texts = LmmsDescriber(lm, "x").describe(_colours(3), "Describe.", kwargs)
+    assert texts == [f"{prefix} 0", f"{prefix} 1", f"{prefix} 2"]
+    assert kwargs == {"max_new_tokens": 5, "until": ["x"]}  # caller's dict untouched
+    assert lm.task_dict == {}
+
+
+def test_lmms_describer_isolates_a_failing_image():
+    class Flaky(_SimpleLM):
+        def generate_until(self, requests):
+            docs = [self.task_dict[r.args[4]][r.args[5]][r.args[3]] for r in requests]
+            if any(d["image"].size == (1, 1) for d in docs):
+                raise RuntimeError("bad pixel values")
+            return ["fine"] * len(requests)
+
+    images = [Image.new("RGB", (4, 4)), Image.new("RGB", (1, 1)), Image.new("RGB", (4, 4))]
+    out = LmmsDescriber(Flaky(), "x").describe(images, "p", {})
+    assert out[0] == "fine" and out[2] == "fine"
+    assert "bad pixel values" in out[1].reason

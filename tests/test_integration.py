@@ -1,0 +1,216 @@
+"""End to end through lmms-eval: the CLI, simple_evaluate, resume, bad input
+and two processes. lmms-eval exits 0 even when a task crashed, so every test
+reads the results files."""
+
+import glob
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+pytestmark = pytest.mark.integration
+
+BIN = Path(sys.executable).parent
+
+
+def _env(tmp_path, **extra):
+    env = dict(os.environ)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_DATASETS_CACHE=str(tmp_path / "hf_datasets"),
+        PYTHONUNBUFFERED="1",
+        OMP_NUM_THREADS="1",
+    )
+    env.update(extra)
+    return env
+
+
+def _results(out_dir):
+    files = glob.glob(str(Path(out_dir) / "**" / "*_results.json"), recursive=True)
+    assert len(files) == 1, f"expected one results file under {out_dir}, found {files}"
+    return json.loads(Path(files[0]).read_text())
+
+
+def _samples(out_dir, task):
+    files = glob.glob(str(Path(out_dir) / "**" / f"*_samples_{task}.jsonl"), recursive=True)
+    assert len(files) == 1, files
+    return [json.loads(line) for line in Path(files[0]).read_text().splitlines()]
+
+
+def _chain(sample):
+    resp = sample["filtered_resps"]
+    while isinstance(resp, list):
+        resp = resp[0]
+    return json.loads(resp)
+
+
+def _metrics(results, task):
+    return {k.split(",")[0]: v for k, v in results["results"][task].items() if "," in k}
+
+
+def _lmms_eval(args, tmp_path, cwd, timeout=900, **env):
+    proc = subprocess.run(
+        [str(BIN / "lmms-eval"), *args],
+        cwd=cwd, env=_env(tmp_path, **env), capture_output=True, text=True, timeout=timeout,
+    )
+    (tmp_path / "lmms_eval.log").write_text(proc.stdout + proc.stderr)
+    return proc
+
+
+def test_cli_smoke_run_reports_gc_and_fid(tmp_path):
+    out = tmp_path / "out"
+    proc = _lmms_eval(
+        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
+         "--tasks", "mmeception_smoke", "--output_path", str(out), "--log_samples"],
+        tmp_path, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = _metrics(_results(out), "mmeception_smoke")
+    assert metrics["n_scored"] == 9 and metrics["n_failed"] == 0
+    assert -1.0 <= metrics["gc@3"] <= 1.0
+    for t in (1, 2, 3):
+        assert -1.0 <= metrics[f"s@{t}"] <= 1.0
+    # GC@3 = sum t*s(t) / 6 holds per category, so it sits between min and max s(t)
+    assert math.isfinite(metrics["gc_fid@3"]) and metrics["gc_fid@3"] >= 0
+    assert metrics["gc_fid@3_n_min"] == 1  # matplotlib has one photo: its FID is NaN, its n shown
+    # the per-category breakdown, with the sample size behind every FID, sits beside the chains
+    report = json.loads(next((tmp_path / "art").rglob("report.json")).read_text())
+    cats = report["categories"]
+    assert cats["scikit-image"]["n_scored"] == 6 and cats["scikit-image"]["fid_n"] == 6
+    assert cats["scikit-learn"]["fid_n"] == 2
+    assert math.isnan(cats["matplotlib"]["gc_fid@3"]) and cats["matplotlib"]["fid_n"] == 1
+    assert report["summary"]["gc@3"] == pytest.approx(metrics["gc@3"])
+    # the terminal table shows the score
+    assert "gc@3" in proc.stdout
+    samples = _samples(out, "mmeception_smoke")
+    assert len(samples) == 9
+    chain = _chain(samples[0])
+    assert set(samples[0]) >= {"gc@3", "n_failed"} and "gc@3_existence" not in samples[0]
+    assert chain["status"] == "ok" and len(chain["hops"]) == 7
+    assert all(Path(h["path"]).is_file() for h in chain["hops"])
+
+
+def _simple_evaluate(tmp_path, model_args, limit=None, task="mmeception_smoke"):
+    from lmms_eval.evaluator import simple_evaluate
+
+    results = simple_evaluate(
+        model="cycle", model_args=model_args, tasks=[task], limit=limit, log_samples=False,
+    )
+    return _metrics(results, task)
+
+
+def _runs(art):
+    files = list(Path(art).rglob("runs.jsonl"))
+    assert len(files) == 1
+    return [json.loads(line) for line in files[0].read_text().splitlines()]
+
+
+def test_simple_evaluate_resume_recomputes_nothing(tmp_path, monkeypatch):
+    for key, value in _env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    staged, fresh = tmp_path / "staged", tmp_path / "fresh"
+
+    first = _simple_evaluate(tmp_path, f"preset=smoke,artifacts={staged},stop_after_hop=2", limit=3)
+    assert first["n_scored"] == 0 and first["n_failed"] == 3  # incomplete chains are failures, never GC@1
+    stored = {p: p.stat().st_mtime_ns for p in staged.rglob("*.*") if p.suffix in (".png", ".txt")}
+    assert len(stored) == 9  # seed, description and drawing of iteration 1, three docs
+
+    resumed = _simple_evaluate(tmp_path, f"preset=smoke,artifacts={staged}", limit=3)
+    runs = _runs(staged)
+    assert runs[1]["describe_items"] == 6 and runs[1]["generate_items"] == 6  # iterations 2 and 3 only
+    assert runs[1]["hops_reused"] == 9
+    assert all(p.stat().st_mtime_ns == t for p, t in stored.items())
+
+    again = _simple_evaluate(tmp_path, f"preset=smoke,artifacts={staged}", limit=3)
+    assert _runs(staged)[2]["describe_items"] == 0 and _runs(staged)[2]["generate_items"] == 0
+
+    uninterrupted = _simple_evaluate(tmp_path, f"preset=smoke,artifacts={fresh}", limit=3)
+    assert resumed["n_scored"] == 3
+    for key in ("gc@3", "s@1", "s@2", "s@3"):
+        assert resumed[key] == pytest.approx(uninterrupted[key], abs=1e-6)
+        assert again[key] == resumed[key]
+
+
+def _write_bad_folder(root):
+    photos = root / "photos"
+    photos.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    noise = rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    Image.fromarray(noise).save(photos / "good.png")
+    Image.new("RGBA", (40, 30), (255, 0, 0, 128)).save(photos / "rgba.png")
+    Image.fromarray(noise).convert("P").save(photos / "palette.png")
+    Image.fromarray((np.arange(64 * 64, dtype=np.uint16).reshape(64, 64) * 16)).save(photos / "gray16.png")
+    Image.new("L", (50, 50), 90).save(photos / "gray.png")
+    Image.new("RGB", (1, 1), (9, 9, 9)).save(photos / "one_pixel.png")
+    Image.new("RGB", (4096, 3072), (30, 60, 90)).save(photos / "very_large.png")
+    Image.fromarray(noise).save(photos / "truncated.jpg", quality=90)
+    data = (photos / "truncated.jpg").read_bytes()
+    (photos / "truncated.jpg").write_bytes(data[: len(data) // 3])
+    (photos / "not_an_image.png").write_text("this is not a png")
+
+
+def test_folder_task_counts_bad_images_and_keeps_the_rest(tmp_path):
+    images = tmp_path / "images"
+    _write_bad_folder(images)
+    out = tmp_path / "out"
+    proc = _lmms_eval(
+        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
+         "--tasks", "mmeception_folder", "--output_path", str(out), "--log_samples"],
+        tmp_path, cwd=tmp_path,
+        MMECEPTION_IMAGE_DIR=str(images),
+        # the folder task scores with the paper's ViT; point it at offline networks
+        LMMS_GENBENCH_IMAGE_ENCODER="tiny-vit", LMMS_GENBENCH_FID_FEATURES="fid-helper",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = _metrics(_results(out), "mmeception_folder")
+    assert metrics["n_scored"] == 7 and metrics["n_failed"] == 2
+    assert math.isfinite(metrics["gc@3"])
+    failed = {}
+    for sample in _samples(out, "mmeception_folder"):
+        chain = _chain(sample)
+        if chain["status"] != "ok":
+            failed[chain["chain_id"]] = chain["failure"]
+    assert set(failed) == {"photos/truncated.jpg", "photos/not_an_image.png"}
+    assert all(f["stage"] == "seed" and "unreadable image" in f["reason"] for f in failed.values())
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.distributed
+def test_two_processes_give_the_same_scores(tmp_path):
+    common = ["--tasks", "mmeception_smoke", "--limit", "5"]
+    two = subprocess.run(
+        [str(BIN / "accelerate"), "launch", "--cpu", "--num_processes", "2", "--num_machines", "1",
+         "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+         "-m", "lmms_eval", "--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'a2'}",
+         *common, "--output_path", str(tmp_path / "out2")],
+        cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=1200,
+    )
+    (tmp_path / "accelerate.log").write_text(two.stdout + two.stderr)
+    assert two.returncode == 0, two.stderr[-3000:]
+    one = _lmms_eval(
+        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'a1'}",
+         *common, "--output_path", str(tmp_path / "out1")],
+        tmp_path, cwd=tmp_path,
+    )
+    assert one.returncode == 0
+    m2, m1 = _metrics(_results(tmp_path / "out2"), "mmeception_smoke"), _metrics(_results(tmp_path / "out1"), "mmeception_smoke")
+    assert m2["n_scored"] == m1["n_scored"] == 5
+    for key in ("gc@3", "s@1", "s@2", "s@3", "gc_fid@3"):
+        assert m2[key] == pytest.approx(m1[key], abs=1e-6), key
+    # both ranks wrote their own share of the chains
+    ranks = {json.loads(line)["rank"] for p in (tmp_path / "a2").rglob("runs.jsonl") for line in p.read_text().splitlines()}
+    assert ranks == {0, 1}

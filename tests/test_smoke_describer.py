@@ -1,0 +1,224 @@
+"""The tiny random LLaVA loads in lmms-eval's real llava_hf classes, offline, on CPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the hub
+
+skimage_data = pytest.importorskip("skimage.data")
+from PIL import Image
+
+from lmms_genbench.models import smoke_describer
+from lmms_genbench.models.smoke_describer import build_tiny_llava, tiny_llava_path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PROMPT = "Describe the image in detail."
+TASK, SPLIT = "smoke", "test"
+# lmms-eval on transformers 5 needs an explicit device_map: its default "" is rejected.
+CPU_ARGS = {"device": "cpu", "dtype": "float32", "batch_size": 1, "device_map": "cpu"}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_llava(tmp_path_factory.mktemp("smoke") / "tiny-llava", seed=0)
+
+
+@pytest.fixture(scope="module")
+def docs() -> dict[int, dict]:
+    return {
+        0: {"image": Image.fromarray(skimage_data.astronaut())},
+        1: {"image": Image.fromarray(skimage_data.coffee())},
+    }
+
+
+def _gen_kwargs(max_new_tokens: int = 32, until: list[str] | None = None) -> dict:
+    # A fresh dict per request: the models pop "until" and add "image_sizes".
+    return {
+        "max_new_tokens": max_new_tokens,
+        "temperature": 0,
+        "do_sample": False,
+        "until": until or [],
+    }
+
+
+def _messages(doc: dict) -> list[dict]:
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "url": doc["image"]},
+                {"type": "text", "text": PROMPT},
+            ],
+        }
+    ]
+
+
+def _visuals(doc: dict) -> list:
+    return [doc["image"]]
+
+
+def _load(model_dir: Path, docs: dict, simple: bool):
+    from lmms_eval.models import get_model
+
+    cls = get_model("llava_hf", force_simple=simple)
+    lm = cls(pretrained=str(model_dir), **CPU_ARGS)
+    lm.task_dict = {TASK: {SPLIT: docs}}  # normally set by the evaluator
+    return lm
+
+
+def _generate(lm, simple: bool, doc_ids: list[int], **gen) -> list:
+    from lmms_eval.api.instance import Instance
+
+    requests = []
+    for doc_id in doc_ids:
+        if simple:
+            args = (PROMPT, _gen_kwargs(**gen), _visuals, doc_id, TASK, SPLIT)
+        else:
+            args = (PROMPT, _messages, _gen_kwargs(**gen), doc_id, TASK, SPLIT)
+        meta = {"task": TASK, "doc_id": doc_id, "repeats": 1}
+        requests.append(
+            Instance(
+                request_type="generate_until", arguments=args, idx=0, metadata=meta
+            )
+        )
+    return lm.generate_until(requests)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    # Tiny ops on a shared 2-core box: OpenMP threads mostly spin and contend (10x slower).
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def outputs(model_dir: Path, docs: dict, one_thread: None) -> dict[str, list]:
+    """Texts/results from both lmms-eval classes, each run twice over both images."""
+    out = {}
+    for name, simple in (("simple", True), ("chat", False)):
+        lm = _load(model_dir, docs, simple)
+        out[name] = _generate(lm, simple, [0, 1])
+        out[name + "_again"] = _generate(lm, simple, [0, 1])
+        # The harness ignores "until" (no truncation), so a non-empty list is merely accepted.
+        out[name + "_until"] = _generate(lm, simple, [0], until=["the", "."])
+    return out
+
+
+def _text(result) -> str:
+    return result if isinstance(result, str) else result.text
+
+
+def test_folder_has_model_and_processor(model_dir: Path) -> None:
+    names = {p.name for p in model_dir.iterdir()}
+    assert {
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "processor_config.json",
+    } <= names
+    config = json.loads((model_dir / "config.json").read_text())
+    assert config["model_type"] == "llava"
+
+
+@pytest.mark.parametrize("name", ["simple", "chat"])
+def test_generates_nonempty_deterministic_word_salad(outputs: dict, name: str) -> None:
+    texts = [_text(r) for r in outputs[name]]
+    assert all(t.strip() for t in texts), texts
+    assert texts == [_text(r) for r in outputs[name + "_again"]]
+    assert texts[0] != texts[1], (
+        "astronaut and coffee should get different descriptions"
+    )
+    words = set(smoke_describer._read_words())
+    for text in texts:
+        tokens = text.replace(".", " ").replace(",", " ").split()
+        assert sum(t in words for t in tokens) >= 0.8 * len(tokens), text
+    assert _text(outputs[name + "_until"][0]) == texts[0]
+
+
+def test_chat_runs_to_max_new_tokens_and_matches_simple(outputs: dict) -> None:
+    # EOS is suppressed, so every description has exactly max_new_tokens tokens.
+    assert [r.token_counts.output_tokens for r in outputs["chat"]] == [32, 32]
+    # Both classes render the same vicuna prompt, so greedy output is identical.
+    assert [_text(r) for r in outputs["chat"]] == outputs["simple"]
+
+
+def test_same_seed_same_weights_other_seed_differs(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    again = build_tiny_llava(tmp_path / "again", seed=0)
+    other = build_tiny_llava(tmp_path / "other", seed=1)
+    weights = (model_dir / "model.safetensors").read_bytes()
+    assert (again / "model.safetensors").read_bytes() == weights
+    assert (other / "model.safetensors").read_bytes() != weights
+
+
+def _leftovers(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def test_rebuild_in_place_is_atomic_and_valid(tmp_path: Path) -> None:
+    dest = tmp_path / "m"
+    build_tiny_llava(dest)
+    (dest / "stray.txt").write_text("from an older build")
+    smoke_describer_marker = dest / "genbench_smoke.json"
+    smoke_describer_marker.write_text(json.dumps({"key": "old", "seed": 0}))
+    assert build_tiny_llava(dest) == dest.absolute()
+    assert not (dest / "stray.txt").exists()  # stale build was replaced, not merged
+    assert smoke_describer._is_complete(dest, 0)
+    assert _leftovers(tmp_path) == []
+
+
+def test_tiny_llava_path_caches_and_rebuilds_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "root"))
+    path = tiny_llava_path(seed=3)
+    assert path == (tmp_path / "root" / "smoke" / "tiny-llava-s3").absolute()
+    marker = path / "genbench_smoke.json"
+    stamp = marker.stat().st_mtime_ns
+    assert (
+        tiny_llava_path(seed=3) == path and marker.stat().st_mtime_ns == stamp
+    )  # reused
+    # A different builder version must rebuild.
+    monkeypatch.setattr(smoke_describer, "build_key", lambda: "changed-builder")
+    assert tiny_llava_path(seed=3) == path
+    assert json.loads(marker.read_text())["key"] == "changed-builder"
+    # An explicit cache_dir wins over the environment variable.
+    explicit = tiny_llava_path(cache_dir=tmp_path / "explicit", seed=3)
+    assert explicit == (tmp_path / "explicit" / "smoke" / "tiny-llava-s3").absolute()
+
+
+def test_concurrent_builds_leave_one_valid_folder(tmp_path: Path) -> None:
+    # Two processes race to build the same cache entry, like two accelerate ranks.
+    code = (
+        "import sys; from lmms_genbench.models.smoke_describer import tiny_llava_path; "
+        "print(tiny_llava_path(cache_dir=sys.argv[1], seed=0))"
+    )
+    pythonpath = os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": pythonpath, "OMP_NUM_THREADS": "1"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(tmp_path)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    paths = [p.communicate(timeout=300)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    dest = tmp_path / "smoke" / "tiny-llava-s0"
+    assert paths == [str(dest.absolute())] * 2
+    assert smoke_describer._is_complete(dest, 0)
+    assert _leftovers(dest.parent) == []
