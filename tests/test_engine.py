@@ -219,6 +219,17 @@ def test_generator_config_error_stops_the_run(tmp_path):
     assert len(list(tmp_path.rglob("001.txt"))) == 2
 
 
+def test_truncated_image_fails_even_when_pil_is_told_to_accept_it(monkeypatch):
+    from PIL import ImageFile
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)  # what lmms-eval does at import
+    buf = io.BytesIO()
+    Image.fromarray(np.random.default_rng(1).integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(buf, "JPEG")
+    with pytest.raises(BadImageError, match="truncated"):
+        normalize_image(buf.getvalue()[: len(buf.getvalue()) // 3])
+    assert ImageFile.LOAD_TRUNCATED_IMAGES is True  # restored for everyone else
+
+
 def test_normalize_image_modes():
     assert normalize_image(Image.new("LA", (4, 4), (0, 0))).getpixel((0, 0)) == (255, 255, 255)
     img16 = Image.fromarray(np.array([[0, 65535]], dtype=np.uint16))

@@ -164,7 +164,8 @@ def test_folder_task_counts_bad_images_and_keeps_the_rest(tmp_path):
     out = tmp_path / "out"
     proc = _lmms_eval(
         ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
-         "--tasks", "mmeception_folder", "--output_path", str(out), "--log_samples"],
+         "--tasks", "mmeception_folder", "--output_path", str(out), "--log_samples",
+         "--gen_kwargs", "max_new_tokens=24"],
         tmp_path, cwd=tmp_path,
         MMECEPTION_IMAGE_DIR=str(images),
         # the folder task scores with the paper's ViT; point it at offline networks
@@ -193,11 +194,13 @@ def _free_port():
 def test_two_processes_give_the_same_scores(tmp_path):
     common = ["--tasks", "mmeception_smoke", "--limit", "5"]
     two = subprocess.run(
-        [str(BIN / "accelerate"), "launch", "--cpu", "--num_processes", "2", "--num_machines", "1",
+        # `--cpu` alone runs one process; several CPU processes need the multi-process
+        # launcher with ACCELERATE_USE_CPU (gloo backend)
+        [str(BIN / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
          "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
          "-m", "lmms_eval", "--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'a2'}",
          *common, "--output_path", str(tmp_path / "out2")],
-        cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=1200,
+        cwd=tmp_path, env=_env(tmp_path, ACCELERATE_USE_CPU="true"), capture_output=True, text=True, timeout=1200,
     )
     (tmp_path / "accelerate.log").write_text(two.stdout + two.stderr)
     assert two.returncode == 0, two.stderr[-3000:]

@@ -926,3 +926,21 @@ class TestCUDA:
         # cuDNN may run the convolutions in TF32: compare directions, not digits
         assert cosine_similarity(feats, fid_helper_features).min() > 0.999
         np.testing.assert_allclose(feats[0], feats[2], atol=1e-4)
+
+
+def test_frechet_distance_eigh_matches_clean_fid_on_singular_covariances():
+    """The scorer's fast path: same distance as clean-fid's sqrtm when n << D."""
+    from cleanfid.fid import frechet_distance as clean_fd
+
+    from lmms_genbench.metrics import FrechetStats, frechet_distance
+
+    rng = np.random.default_rng(3)
+    a, b = rng.random((6, 256)), rng.random((9, 256)) + 0.1
+    sa, sb = FrechetStats.from_features(a), FrechetStats.from_features(b)
+    reference = clean_fd(sa.mean, sa.cov, sb.mean, sb.cov)
+    fast = frechet_distance(sa.mean, sa.cov, sb.mean, sb.cov, method="eigh")
+    assert fast == pytest.approx(reference, rel=1e-4)
+    assert sa.fid(sb, method="eigh") == pytest.approx(fast)
+    assert frechet_distance(sa.mean, sa.cov, sa.mean, sa.cov, method="eigh") == pytest.approx(0.0, abs=1e-4)  # rounding, as with sqrtm
+    with pytest.raises(ValueError, match="method must be 'sqrtm' or 'eigh'"):
+        frechet_distance(sa.mean, sa.cov, sb.mean, sb.cov, method="svd")

@@ -184,19 +184,22 @@ def test_tiny_llava_path_caches_and_rebuilds_stale(
 ) -> None:
     monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "root"))
     path = tiny_llava_path(seed=3)
-    assert path == (tmp_path / "root" / "smoke" / "tiny-llava-s3").absolute()
+    key = smoke_describer.build_key()[:8]
+    assert path == (tmp_path / "root" / "smoke" / f"tiny-llava-s3-{key}").absolute()
     marker = path / "genbench_smoke.json"
     stamp = marker.stat().st_mtime_ns
     assert (
         tiny_llava_path(seed=3) == path and marker.stat().st_mtime_ns == stamp
     )  # reused
-    # A different builder version must rebuild.
+    # A different builder version builds a new checkpoint under a new name, so
+    # artifact-store keys (which include that name) change with it.
     monkeypatch.setattr(smoke_describer, "build_key", lambda: "changed-builder")
-    assert tiny_llava_path(seed=3) == path
-    assert json.loads(marker.read_text())["key"] == "changed-builder"
+    rebuilt = tiny_llava_path(seed=3)
+    assert rebuilt != path and rebuilt.name == "tiny-llava-s3-changed-"
+    assert json.loads((rebuilt / "genbench_smoke.json").read_text())["key"] == "changed-builder"
     # An explicit cache_dir wins over the environment variable.
     explicit = tiny_llava_path(cache_dir=tmp_path / "explicit", seed=3)
-    assert explicit == (tmp_path / "explicit" / "smoke" / "tiny-llava-s3").absolute()
+    assert explicit == (tmp_path / "explicit" / "smoke" / "tiny-llava-s3-changed-").absolute()
 
 
 def test_concurrent_builds_leave_one_valid_folder(tmp_path: Path) -> None:
@@ -218,7 +221,7 @@ def test_concurrent_builds_leave_one_valid_folder(tmp_path: Path) -> None:
     ]
     paths = [p.communicate(timeout=300)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
-    dest = tmp_path / "smoke" / "tiny-llava-s0"
+    dest = tmp_path / "smoke" / f"tiny-llava-s0-{smoke_describer.build_key()[:8]}"
     assert paths == [str(dest.absolute())] * 2
     assert smoke_describer._is_complete(dest, 0)
     assert _leftovers(dest.parent) == []

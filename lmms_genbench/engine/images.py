@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import io
 import os
+import threading
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageFile, UnidentifiedImageError
 
 # Seeds larger than this are downscaled before they are stored: describers and
 # encoders resize far below it anyway, and it bounds memory per chain.
@@ -16,6 +18,22 @@ DEFAULT_MAX_SIDE = 2048
 
 class BadImageError(ValueError):
     """The input cannot be used as a seed image; the message says why."""
+
+
+_STRICT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _strict_decoding():
+    # lmms-eval sets PIL's LOAD_TRUNCATED_IMAGES globally at import, which would
+    # score a truncated file as a half-grey picture; decode seeds strictly.
+    with _STRICT_LOCK:
+        previous = ImageFile.LOAD_TRUNCATED_IMAGES
+        ImageFile.LOAD_TRUNCATED_IMAGES = False
+        try:
+            yield
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES = previous
 
 
 def _open(source: Any) -> Image.Image:
@@ -68,7 +86,8 @@ def normalize_image(source: Any, max_side: int = DEFAULT_MAX_SIDE) -> Image.Imag
     """
     try:
         img = _open(source)
-        img.load()  # forces decoding, so truncation surfaces here
+        with _strict_decoding():
+            img.load()  # forces decoding, so truncation surfaces here
         if img.width < 1 or img.height < 1:
             raise BadImageError(f"empty image {img.width}x{img.height}")
         img = _to_rgb(img)

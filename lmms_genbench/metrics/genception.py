@@ -157,7 +157,9 @@ def score_chains(
     by_category: dict[str, list[Mapping[str, Any]]] = OrderedDict()
     categories: dict[str, CategoryScore] = OrderedDict()
     seen: set[str] = set()
-    for rec in records:
+    # a fixed order makes the float sums, hence the scores, identical however the
+    # records were sharded and gathered across processes
+    for rec in sorted(records, key=lambda r: (str(r["category"]), str(r["chain_id"]))):
         key = f"{rec['category']}|{rec['chain_id']}"
         if key in seen:  # a doc repeated (rank padding) counts once
             continue
@@ -213,7 +215,7 @@ def score_chains(
         if fid_extractor is not None:
             cat.fid_n = fid_stats[0].n
             cat.fids = [
-                fid_stats[0].fid(fid_stats[t]) if cat.fid_n >= 2 else math.nan
+                fid_stats[0].fid(fid_stats[t], method="eigh") if cat.fid_n >= 2 else math.nan
                 for t in range(1, T + 1)
             ]
 

@@ -257,7 +257,9 @@ def tiny_llava_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -
     Args:
         cache_dir: cache root; defaults to ``$LMMS_GENBENCH_CACHE`` if set, else
             ``~/.cache/lmms_genbench``. The checkpoint lives in
-            ``<root>/smoke/tiny-llava-s{seed}``.
+            ``<root>/smoke/tiny-llava-s{seed}-<build key>``: the key in the name
+            also keys the artifact store, so a changed builder never reuses
+            chains drawn by an older network.
         seed: torch seed for the random weights.
 
     A folder made by a different builder version is rebuilt. Safe to call from
@@ -268,7 +270,7 @@ def tiny_llava_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -
             os.environ.get("LMMS_GENBENCH_CACHE")
             or Path.home() / ".cache" / "lmms_genbench"
         )
-    dest = Path(cache_dir).expanduser() / "smoke" / f"tiny-llava-s{seed}"
+    dest = Path(cache_dir).expanduser() / "smoke" / f"tiny-llava-s{seed}-{build_key()[:8]}"
     if _is_complete(dest, seed):
         return dest.absolute()
     return build_tiny_llava(dest, seed=seed)
