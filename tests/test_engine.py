@@ -295,3 +295,76 @@ def test_lmms_describer_isolates_a_failing_image():
     out = LmmsDescriber(Flaky(), "x").describe(images, "p", {})
     assert out[0] == "fine" and out[2] == "fine"
     assert "bad pixel values" in out[1].reason
+
+
+# -- overlapping describe and draw ----------------------------------------------
+
+
+def test_overlap_gives_the_same_chains_as_strict_alternation(tmp_path):
+    spec = _spec(iterations=3)
+    runs = {}
+    for overlap in (True, False):
+        store = ArtifactStore(tmp_path / str(overlap))
+        outcomes, _ = CycleEngine(FakeDescriber(), FakeGenerator(batch_size=3), describer_batch=2, overlap=overlap).run(
+            _jobs(store, spec, _colours(7))
+        )
+        runs[overlap] = [[h.get("text") for h in o.to_dict()["hops"]] for o in outcomes]
+    assert runs[True] == runs[False]
+
+
+def test_drawing_starts_while_the_describer_is_still_working(tmp_path):
+    import time
+
+    events = []
+
+    class SlowDescriber(FakeDescriber):
+        def describe(self, images, prompt, gen_kwargs):
+            time.sleep(0.05)
+            events.append(("describe_end", time.perf_counter()))
+            return super().describe(images, prompt, gen_kwargs)
+
+    class RecordingGenerator(FakeGenerator):
+        def generate(self, prompts, seeds):
+            events.append(("generate_start", time.perf_counter()))
+            return super().generate(prompts, seeds)
+
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    outcomes, _ = CycleEngine(SlowDescriber(), RecordingGenerator(batch_size=2), describer_batch=2).run(
+        _jobs(store, spec, _colours(6))
+    )
+    assert all(o.ok for o in outcomes)
+    first_draw = min(t for kind, t in events if kind == "generate_start")
+    last_describe = max(t for kind, t in events if kind == "describe_end")
+    assert first_draw < last_describe
+
+
+def test_config_error_while_overlapping_stops_describing(tmp_path):
+    import time
+
+    from lmms_genbench.generators import GeneratorConfigError
+
+    class NoQuota(FakeGenerator):
+        def generate(self, prompts, seeds):
+            raise GeneratorConfigError("insufficient_quota")
+
+    class SlowDescriber(FakeDescriber):
+        def describe(self, images, prompt, gen_kwargs):
+            time.sleep(0.05)  # give the drawer time to fail
+            return super().describe(images, prompt, gen_kwargs)
+
+    describer = SlowDescriber()
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    with pytest.raises(GeneratorConfigError):
+        CycleEngine(describer, NoQuota(batch_size=1), describer_batch=1).run(_jobs(store, spec, _colours(8)))
+    assert len(describer.calls) < 8  # did not pay for every description
+
+
+def test_a_lost_seed_file_is_restored_on_rerun(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    jobs = _jobs(store, spec, _colours(2))
+    CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
+    jobs[0].location.path(0, "image").unlink()
+    describer = FakeDescriber()
+    outcomes, _ = CycleEngine(describer, FakeGenerator()).run(jobs)
+    assert all(o.ok for o in outcomes) and describer.calls == []
+    assert jobs[0].location.has(0, "image")

@@ -1,4 +1,4 @@
-"""The tiny random LLaVA loads in lmms-eval's real llava_hf classes, offline, on CPU."""
+"""The tiny random LLaVA and Qwen2-VL load in lmms-eval's real model classes, offline, on CPU."""
 
 from __future__ import annotations
 
@@ -16,7 +16,14 @@ skimage_data = pytest.importorskip("skimage.data")
 from PIL import Image
 
 from lmms_genbench.models import smoke_describer
-from lmms_genbench.models.smoke_describer import build_tiny_llava, tiny_llava_path
+from lmms_genbench.models.smoke_describer import (
+    QWEN2_VL_MAX_PIXELS,
+    QWEN2_VL_MIN_PIXELS,
+    build_tiny_llava,
+    build_tiny_qwen2_vl,
+    tiny_llava_path,
+    tiny_qwen2_vl_path,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Describe the image in detail."
@@ -225,3 +232,134 @@ def test_concurrent_builds_leave_one_valid_folder(tmp_path: Path) -> None:
     assert paths == [str(dest.absolute())] * 2
     assert smoke_describer._is_complete(dest, 0)
     assert _leftovers(dest.parent) == []
+
+
+# ---------------------------------------------------------------- Qwen2-VL
+
+# lmms-eval's qwen2_vl defaults to CUDA and to up to 768 tokens an image; it takes no dtype.
+QWEN_CPU_ARGS = {
+    "device": "cpu",
+    "device_map": "cpu",
+    "min_pixels": QWEN2_VL_MIN_PIXELS,
+    "max_pixels": QWEN2_VL_MAX_PIXELS,
+}
+QWEN_IMAGES = ("astronaut", "coffee", "chelsea", "rocket")
+
+
+@pytest.fixture(scope="module")
+def qwen_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_qwen2_vl(tmp_path_factory.mktemp("smoke") / "tiny-qwen2-vl", seed=0)
+
+
+def _load_qwen(qwen_dir: Path, batch_size: int):
+    from lmms_eval.models import get_model
+
+    cls = get_model("qwen2_vl")
+    # Only a simple class is registered for qwen2_vl, so the default lookup gives it.
+    assert cls is get_model("qwen2_vl", force_simple=True)
+    assert cls.is_simple
+    return cls(pretrained=str(qwen_dir), batch_size=batch_size, **QWEN_CPU_ARGS)
+
+
+def _count_generate(lm) -> list[tuple[int, int]]:
+    """Record (batch rows, new tokens) for every ``model.generate`` call of ``lm``."""
+    model = lm.model
+    original = model.generate
+    calls: list[tuple[int, int]] = []
+
+    def generate(*args, **kwargs):
+        out = original(*args, **kwargs)
+        calls.append((out.shape[0], out.shape[1] - kwargs["input_ids"].shape[1]))
+        return out
+
+    model.generate = generate  # instance attribute: shadows the method for this model only
+    return calls
+
+
+@pytest.fixture(scope="module")
+def qwen_outputs(qwen_dir: Path, one_thread: None) -> dict:
+    """Descriptions of four different images through lmms-eval's qwen2_vl class."""
+    from lmms_genbench.engine.describer import LmmsDescriber
+
+    images = [Image.fromarray(getattr(skimage_data, name)()) for name in QWEN_IMAGES]
+    gen_kwargs = {"max_new_tokens": 32, "temperature": 0}
+    out: dict = {}
+    for batch_size in (4, 1):
+        lm = _load_qwen(qwen_dir, batch_size)
+        calls = _count_generate(lm)
+        describer = LmmsDescriber(lm, f"tiny-qwen2-vl-bs{batch_size}")
+        out[batch_size] = describer.describe(images, PROMPT, gen_kwargs)
+        out[f"{batch_size}_calls"] = list(calls)
+        out[f"{batch_size}_again"] = describer.describe(images, PROMPT, gen_kwargs)
+    return out
+
+
+def test_qwen_folder_has_model_and_processor(qwen_dir: Path) -> None:
+    names = {p.name for p in qwen_dir.iterdir()}
+    assert {
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "processor_config.json",
+    } <= names
+    config = json.loads((qwen_dir / "config.json").read_text())
+    assert config["model_type"] == "qwen2_vl"
+    assert smoke_describer._is_complete(qwen_dir, 0, "qwen2_vl")
+    assert not smoke_describer._is_complete(qwen_dir, 0, "llava")
+
+
+def test_qwen_batched_describe_nonempty_deterministic(qwen_outputs: dict) -> None:
+    texts = qwen_outputs[4]
+    assert all(isinstance(t, str) and t.strip() for t in texts), [
+        getattr(t, "reason", t) for t in texts
+    ]
+    assert qwen_outputs["4_again"] == texts
+    assert len(set(texts)) == len(QWEN_IMAGES), "different images, different descriptions"
+    words = set(smoke_describer._read_words())
+    for text in texts:
+        tokens = text.replace(".", " ").replace(",", " ").split()
+        assert sum(t in words for t in tokens) >= 0.8 * len(tokens), text
+
+
+def test_qwen_generates_once_per_batch_to_max_new_tokens(qwen_outputs: dict) -> None:
+    # Real batching: one generate for all four images; EOS is suppressed, so every
+    # row runs to max_new_tokens.
+    assert qwen_outputs["4_calls"] == [(4, 32)]
+    assert qwen_outputs["1_calls"] == [(1, 32)] * 4
+
+
+def test_qwen_batched_matches_unbatched(qwen_outputs: dict) -> None:
+    # The images get different numbers of image tokens, so the batch is left-padded;
+    # greedy output must not depend on that padding.
+    assert qwen_outputs[1] == qwen_outputs[4]
+    assert qwen_outputs["1_again"] == qwen_outputs[1]
+
+
+def test_qwen_same_seed_same_files_other_seed_differs(qwen_dir: Path, tmp_path: Path) -> None:
+    again = build_tiny_qwen2_vl(tmp_path / "again", seed=0)
+    other = build_tiny_qwen2_vl(tmp_path / "other", seed=1)
+    for path in sorted(qwen_dir.iterdir()):
+        assert (again / path.name).read_bytes() == path.read_bytes(), path.name
+    weights = (qwen_dir / "model.safetensors").read_bytes()
+    assert (other / "model.safetensors").read_bytes() != weights
+
+
+def test_tiny_qwen2_vl_path_caches_beside_llava(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "root"))
+    key = smoke_describer.build_key()[:8]
+    path = tiny_qwen2_vl_path(seed=2)
+    assert path == (tmp_path / "root" / "smoke" / f"tiny-qwen2-vl-s2-{key}").absolute()
+    marker = path / "genbench_smoke.json"
+    stamp = marker.stat().st_mtime_ns
+    assert tiny_qwen2_vl_path(seed=2) == path and marker.stat().st_mtime_ns == stamp
+    assert json.loads(marker.read_text())["model"] == "qwen2_vl"
+    explicit = tiny_qwen2_vl_path(cache_dir=tmp_path / "explicit", seed=2)
+    assert explicit == (tmp_path / "explicit" / "smoke" / f"tiny-qwen2-vl-s2-{key}").absolute()
+    # A LLaVA build at a Qwen destination is foreign content: replaced, not reused.
+    foreign = tmp_path / "foreign"
+    build_tiny_llava(foreign, seed=0)
+    assert build_tiny_qwen2_vl(foreign, seed=0) == foreign.absolute()
+    assert json.loads((foreign / "config.json").read_text())["model_type"] == "qwen2_vl"
+    assert _leftovers(tmp_path) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -95,6 +96,22 @@ class RunStats:
         return dict(self.__dict__)
 
 
+class _DeferredSeeds:
+    """Seeds loaded during hop 1 and written by a background thread."""
+
+    def __init__(self, writer: ThreadPoolExecutor) -> None:
+        self.loaders: dict[int, Callable[[], Any]] = {}
+        self._writer = writer
+        self._writes = []
+
+    def write(self, location: ChainLocation, image) -> None:
+        self._writes.append(self._writer.submit(location.write_image, 0, image))
+
+    def wait(self) -> None:
+        for future in self._writes:
+            future.result()  # a failed write surfaces here, before anyone reads hop 0
+
+
 def chunked(items: Sequence, size: int) -> Iterable[Sequence]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -116,7 +133,8 @@ class CycleEngine:
             further inside. Bounds how many images are in memory at once.
         stop_after_hop: if set, compute no hop beyond this one in this run
             (a budgeted or staged run); unfinished chains report ``incomplete``.
-        progress: show a progress bar per hop.
+        overlap: draw each hop's finished descriptions in a worker thread while
+            the describer continues (the hop order per chain is unchanged).
     """
 
     def __init__(
@@ -125,7 +143,7 @@ class CycleEngine:
         generator: Generator,
         describer_batch: int = 16,
         stop_after_hop: int | None = None,
-        progress: bool = False,
+        overlap: bool = True,
     ) -> None:
         if describer_batch < 1:
             raise ValueError(f"describer_batch must be >= 1, got {describer_batch!r}")
@@ -135,7 +153,8 @@ class CycleEngine:
         self.generator = generator
         self.describer_batch = describer_batch
         self.stop_after_hop = stop_after_hop
-        self.progress = progress
+        self.overlap = overlap
+        self._seeds = _DeferredSeeds(None)  # replaced per run
 
     def run(self, jobs: Sequence[ChainJob]) -> tuple[list[ChainOutcome], RunStats]:
         started = time.perf_counter()
@@ -148,27 +167,42 @@ class CycleEngine:
         loaders = {str(j.location.directory): j.load_seed for j in jobs}
         stats.chains = len(outcomes)
 
-        for outcome in outcomes:
-            self._store_seed(outcome, loaders[str(outcome.location.directory)], stats)
-
         last_hop = max((o.spec.hops for o in outcomes), default=0)
-        for hop in range(1, last_hop + 1):
-            if self.stop_after_hop is not None and hop > self.stop_after_hop:
-                break
-            todo = []
+        # drawings of hop h+1 overlap the descriptions of hop h; only when every
+        # chain alternates the same way, so no doc needs hop h+1 described instead
+        overlap = self.overlap and len({o.spec.direction for o in outcomes}) == 1
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbench-draw") as drawer, \
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbench-write") as writer:
+            seeds = _DeferredSeeds(writer)
             for outcome in outcomes:
-                if outcome.failure is not None or hop > outcome.spec.hops:
-                    continue
-                if outcome.location.has(hop, outcome.spec.kind(hop)):
+                load = loaders[str(outcome.location.directory)]
+                if outcome.location.has(0, outcome.spec.kind(0)):
                     stats.hops_reused += 1
+                elif overlap and outcome.spec.kind(0) == "image" and outcome.spec.hops >= 1 and self._may_compute(1):
+                    # loaded with its describe chunk, described from memory and
+                    # written in the background: large seeds cost no extra decode
+                    seeds.loaders[id(outcome)] = load
                 else:
-                    todo.append(outcome)
-            describe = [o for o in todo if o.spec.kind(hop) == "text"]
-            draw = [o for o in todo if o.spec.kind(hop) == "image"]
-            if describe:
-                self._describe_hop(hop, describe, stats)
-            if draw:
-                self._draw_hop(hop, draw, stats)
+                    self._store_seed(outcome, load, stats)
+            self._seeds = seeds
+            hop = 1
+            while hop <= last_hop and self._may_compute(hop):
+                todo = self._pending(hop, outcomes, stats)
+                draw = [o for o in todo if o.spec.kind(hop) == "image"]
+                if draw:
+                    self._draw_hop(hop, draw, stats)
+                describe = [o for o in todo if o.spec.kind(hop) == "text"]
+                if overlap and describe and hop < last_hop and self._may_compute(hop + 1):
+                    self._describe_then_draw(hop, describe, outcomes, drawer, stats)
+                    hop += 1  # hop + 1 was drawn alongside
+                elif describe:
+                    self._describe_hop(hop, describe, stats)
+                hop += 1
+            # seeds whose hop 1 needed no describing (already stored) still get stored
+            by_id = {id(o): o for o in outcomes}
+            for key, load in list(seeds.loaders.items()):
+                self._store_seed(by_id[key], load, stats)
+            seeds.wait()
 
         for outcome in outcomes:
             if outcome.failure is None:
@@ -189,29 +223,95 @@ class CycleEngine:
 
     # -- hops ---------------------------------------------------------------
 
-    def _store_seed(self, outcome: ChainOutcome, load_seed, stats: RunStats) -> None:
-        kind = outcome.spec.kind(0)
-        if outcome.location.has(0, kind):
-            stats.hops_reused += 1
-            return
-        try:
-            source = load_seed()
-            if kind == "image":
-                if isinstance(source, (list, tuple)):
-                    if not source:
-                        raise BadImageError("the doc has no image")
-                    source = source[0]
-                outcome.location.write_image(0, normalize_image(source, outcome.spec.max_seed_side))
+    def _may_compute(self, hop: int) -> bool:
+        return self.stop_after_hop is None or hop <= self.stop_after_hop
+
+    @staticmethod
+    def _pending(hop: int, outcomes: Sequence[ChainOutcome], stats: RunStats) -> list[ChainOutcome]:
+        """Live chains that still need ``hop``; counts the ones already stored."""
+        todo = []
+        for outcome in outcomes:
+            if outcome.failure is not None or hop > outcome.spec.hops:
+                continue
+            if outcome.location.has(hop, outcome.spec.kind(hop)):
+                stats.hops_reused += 1
             else:
-                text = source if isinstance(source, str) else ""
-                if not text.strip():
-                    raise ValueError("the doc's seed text is empty or missing")
-                outcome.location.write_text(0, text)
-            stats.seeds_stored += 1
+                todo.append(outcome)
+        return todo
+
+    def _describe_then_draw(self, hop, describe, outcomes, drawer, stats) -> None:
+        """Describe ``hop`` while a worker draws ``hop + 1`` in full generator batches."""
+        batch = max(1, int(getattr(self.generator, "batch_size", 1)))
+        described = {id(o) for o in describe}
+        # chains whose description is stored already can be drawn right away
+        ready = [o for o in self._pending(hop + 1, outcomes, stats) if id(o) not in described]
+        futures = []
+
+        def submit(chains):
+            futures.append(drawer.submit(self._draw_hop, hop + 1, list(chains), stats))
+
+        def on_chunk(chunk):
+            failed = next((f for f in futures if f.done() and f.exception() is not None), None)
+            if failed is not None:
+                failed.result()  # e.g. GeneratorConfigError: stop describing at once
+            ready.extend(o for o in chunk if o.failure is None and hop + 1 <= o.spec.hops)
+            while len(ready) >= batch:
+                submit(ready[:batch])
+                del ready[:batch]
+
+        on_chunk([])
+        self._describe_hop(hop, describe, stats, on_chunk)
+        if ready:
+            submit(ready)
+        for future in futures:
+            future.result()
+
+    @staticmethod
+    def _load_seed(outcome: ChainOutcome, load_seed):
+        """The doc's normalised seed (image or text); raises with the reason."""
+        source = load_seed()
+        if outcome.spec.kind(0) == "image":
+            if isinstance(source, (list, tuple)):
+                if not source:
+                    raise BadImageError("the doc has no image")
+                source = source[0]
+            return normalize_image(source, outcome.spec.max_seed_side)
+        text = source if isinstance(source, str) else ""
+        if not text.strip():
+            raise ValueError("the doc's seed text is empty or missing")
+        return text
+
+    def _store_seed(self, outcome: ChainOutcome, load_seed, stats: RunStats) -> None:
+        try:
+            seed = self._load_seed(outcome, load_seed)
         except Exception as exc:  # any bad doc fails alone
             outcome.failure = ChainFailure(0, "seed", f"{type(exc).__name__}: {exc}")
+            return
+        if isinstance(seed, str):
+            outcome.location.write_text(0, seed)
+        else:
+            outcome.location.write_image(0, seed)
+        stats.seeds_stored += 1
 
-    def _describe_hop(self, hop: int, outcomes: list[ChainOutcome], stats: RunStats) -> None:
+    def _input_image(self, o: ChainOutcome, hop: int, stats: RunStats):
+        """The image hop ``hop`` describes, from memory for a deferred seed."""
+        load = self._seeds.loaders.pop(id(o), None) if hop == 1 else None
+        if load is None:
+            try:
+                return o.location.read_image(hop - 1)
+            except Exception as exc:
+                o.failure = ChainFailure(hop, "describe", f"stored image unreadable: {exc}")
+                return None
+        try:
+            image = self._load_seed(o, load)
+        except Exception as exc:
+            o.failure = ChainFailure(0, "seed", f"{type(exc).__name__}: {exc}")
+            return None
+        self._seeds.write(o.location, image)
+        stats.seeds_stored += 1
+        return image
+
+    def _describe_hop(self, hop: int, outcomes: list[ChainOutcome], stats: RunStats, on_chunk=None) -> None:
         groups: dict[str, list[ChainOutcome]] = {}
         for o in outcomes:
             key = stable_hash([o.spec.describe_prompt, o.spec.describer_kwargs])
@@ -221,11 +321,10 @@ class CycleEngine:
             for chunk in chunked(group, self.describer_batch):
                 images, ready = [], []
                 for o in chunk:
-                    try:
-                        images.append(o.location.read_image(hop - 1))
+                    image = self._input_image(o, hop, stats)
+                    if image is not None:
+                        images.append(image)
                         ready.append(o)
-                    except Exception as exc:
-                        o.failure = ChainFailure(hop, "describe", f"stored image unreadable: {exc}")
                 if not ready:
                     continue
                 t0 = time.perf_counter()
@@ -239,6 +338,8 @@ class CycleEngine:
                         o.failure = ChainFailure(hop, "describe", reason)
                     else:
                         o.location.write_text(hop, text.strip())
+                if on_chunk is not None:
+                    on_chunk(ready)
 
     @staticmethod
     def _reject_text(spec: ChainSpec, text) -> str | None:

@@ -81,7 +81,8 @@ class ChainLocation:
 
     def write_image(self, hop: int, image: Image.Image) -> Path:
         path = self.path(hop, "image")
-        atomic_write(path, lambda fh: image.save(fh, format="PNG"))
+        # lossless; level 1 is ~5x faster than the default and barely larger
+        atomic_write(path, lambda fh: image.save(fh, format="PNG", compress_level=1))
         return path
 
     def read_image(self, hop: int) -> Image.Image:

@@ -135,6 +135,25 @@ def _load_rgb(path: str):
         return img.convert("RGB")
 
 
+def _prefetched_blocks(docs: Sequence[Mapping[str, Any]], block: int):
+    """Yield ``(docs, images)`` blocks, decoding the next block in worker
+    threads (PIL releases the GIL) while the caller encodes the current one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    starts = range(0, len(docs), block)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="genbench-load") as pool:
+
+        def submit(start):
+            chunk = docs[start : start + block]
+            return chunk, [pool.submit(_load_rgb, p) for rec in chunk for p in rec["images"]]
+
+        pending = submit(starts[0]) if starts else None
+        for i in range(len(starts)):
+            chunk, futures = pending
+            pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
+            yield chunk, [f.result() for f in futures]
+
+
 def score_chains(
     records: Sequence[Mapping[str, Any]],
     iterations: int,
@@ -195,9 +214,7 @@ def score_chains(
         cat = categories[name]
         cat.s_sums = np.zeros(T, dtype=np.float64)
         fid_stats = [FrechetStats() for _ in range(T + 1)]
-        for start in range(0, len(docs), block):
-            chunk = docs[start : start + block]
-            images = [_load_rgb(p) for rec in chunk for p in rec["images"]]
+        for chunk, images in _prefetched_blocks(docs, block):
             emb = (
                 encoder.encode(images).detach().float().cpu().numpy().astype(np.float64)
             )

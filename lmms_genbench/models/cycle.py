@@ -147,7 +147,6 @@ class CycleModel(lmms):
             self.generator,
             describer_batch=describer_batch,
             stop_after_hop=optional_int("stop_after_hop", stop_after_hop),
-            progress=self._rank == 0,
         )
         self.last_stats = None
 

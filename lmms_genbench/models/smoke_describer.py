@@ -1,10 +1,12 @@
-"""A tiny random-weight LLaVA checkpoint for offline smoke runs and tests.
+"""Tiny random-weight LLaVA and Qwen2-VL checkpoints for offline smoke runs and tests.
 
-The folder written here loads with lmms-eval's real ``llava_hf`` model classes
-(chat and simple), so smoke presets exercise the genuine harness code path with
-no download: the tokenizer is built locally from a small word list, the image
-processor and model are constructed from explicit tiny configs, and the weights
-are seeded. Generations are deterministic word salad of real image words.
+The folders written here load with lmms-eval's real model classes: the LLaVA one
+with ``llava_hf`` (chat and simple), the Qwen2-VL one with ``qwen2_vl`` (simple
+only, but with batched generation, unlike ``llava_hf``'s batch size 1). So smoke
+presets exercise the genuine harness code path with no download: tokenizers are
+built locally from a small word list, image processors and models are
+constructed from explicit tiny configs, and the weights are seeded. Generations
+are deterministic word salad of real image words.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ import tempfile
 import uuid
 from pathlib import Path
 
-__all__ = ["build_key", "build_tiny_llava", "tiny_llava_path"]
+__all__ = [
+    "QWEN2_VL_MAX_PIXELS",
+    "QWEN2_VL_MIN_PIXELS",
+    "build_key",
+    "build_tiny_llava",
+    "build_tiny_qwen2_vl",
+    "tiny_llava_path",
+    "tiny_qwen2_vl_path",
+]
 
 _ASSETS = Path(__file__).resolve().parent / "smoke_assets"
 _WORDS_FILE = _ASSETS / "words.txt"
@@ -52,6 +62,67 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
 )
 
+# Qwen2-VL's special tokens (ChatML turns, vision delimiters, grounding markers), so
+# prompts tokenize like the real model's. Qwen has no <unk>; WordLevel needs one.
+QWEN_EOT, QWEN_IM_START, QWEN_IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+QWEN_VISION_START, QWEN_VISION_END = "<|vision_start|>", "<|vision_end|>"
+QWEN_IMAGE_PAD, QWEN_VIDEO_PAD = "<|image_pad|>", "<|video_pad|>"
+_QWEN_SPECIALS = [
+    QWEN_EOT,
+    QWEN_IM_START,
+    QWEN_IM_END,
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    QWEN_VISION_START,
+    QWEN_VISION_END,
+    "<|vision_pad|>",
+    QWEN_IMAGE_PAD,
+    QWEN_VIDEO_PAD,
+    UNK,
+]
+
+QWEN2_VL_PATCH_SIZE = 14
+QWEN2_VL_MERGE_SIZE = 2
+_QWEN_TOKEN_PIXELS = (QWEN2_VL_PATCH_SIZE * QWEN2_VL_MERGE_SIZE) ** 2  # one LLM token: 28x28
+# Pixel bounds of an image: 4 to 16 LLM tokens (16 to 64 patches). lmms-eval's qwen2_vl
+# class overrides the saved processor's bounds with its own min_pixels/max_pixels
+# arguments (default 3136/602112, i.e. up to 768 tokens), so pass these to it too.
+QWEN2_VL_MIN_PIXELS = 4 * _QWEN_TOKEN_PIXELS
+QWEN2_VL_MAX_PIXELS = 16 * _QWEN_TOKEN_PIXELS
+
+# Qwen2-VL-Instruct's own template: ChatML turns, a default system turn, and image or
+# video parts as <|vision_start|><|image_pad|><|vision_end|> (the processor expands the
+# pad to one token per merged patch). Content may be a string or a list of typed parts.
+QWEN_CHAT_TEMPLATE = (
+    "{% set image_count = namespace(value=0) %}{% set video_count = namespace(value=0) %}"
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}<|im_end|>\n"
+    "{% else %}"
+    "{% for content in message['content'] %}"
+    "{% if content['type'] == 'image' or 'image' in content or 'image_url' in content %}"
+    "{% set image_count.value = image_count.value + 1 %}"
+    "{% if add_vision_id %}Picture {{ image_count.value }}: {% endif %}"
+    "<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif content['type'] == 'video' or 'video' in content %}"
+    "{% set video_count.value = video_count.value + 1 %}"
+    "{% if add_vision_id %}Video {{ video_count.value }}: {% endif %}"
+    "<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif 'text' in content %}{{ content['text'] }}"
+    "{% endif %}"
+    "{% endfor %}<|im_end|>\n"
+    "{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
 
 def _read_words() -> list[str]:
     """Return the packaged vocabulary words, lowercased, first occurrence kept."""
@@ -78,17 +149,42 @@ def build_key() -> str:
     return digest.hexdigest()[:16]
 
 
-def _is_complete(path: Path, seed: int) -> bool:
-    """True when ``path`` holds a finished build of this builder version and seed."""
+def _is_complete(path: Path, seed: int, model: str = "llava") -> bool:
+    """True when ``path`` holds a finished ``model`` build of this builder version and seed."""
     try:
         marker = json.loads((path / _MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return marker.get("key") == build_key() and marker.get("seed") == seed
+    return (
+        marker.get("key") == build_key()
+        and marker.get("seed") == seed
+        and marker.get("model", "llava") == model
+    )
 
 
-def _make_tokenizer(vocab: dict[str, int]):
-    """A word-level fast tokenizer over ``vocab`` that decodes to space-joined words."""
+def _word_level_tokenizer(
+    vocab: dict[str, int],
+    specials: list[str],
+    *,
+    eos: str,
+    pad: str,
+    bos: str | None,
+    extra_special_tokens: dict[str, str],
+    chat_template: str,
+):
+    """A word-level fast tokenizer over ``vocab`` that decodes to space-joined words.
+
+    Args:
+        vocab: token -> id, holding every entry of ``specials`` and ``UNK``.
+        specials: tokens matched verbatim before word splitting (and skipped when
+            decoding with ``skip_special_tokens``).
+        eos, pad: the tokenizer's end-of-sequence and padding tokens.
+        bos: prepended when special tokens are added (Llama-style); ``None`` for
+            none (Qwen-style).
+        extra_special_tokens: named extras such as ``{"image_token": "<image>"}``,
+            which processors read as tokenizer attributes.
+        chat_template: Jinja template stored with the tokenizer.
+    """
     from tokenizers import (
         Tokenizer,
         decoders,
@@ -104,20 +200,34 @@ def _make_tokenizer(vocab: dict[str, int]):
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     # WordPiece decoding with no "##" pieces joins tokens by spaces and tidies " ." -> ".".
     backend.decoder = decoders.WordPiece(prefix="##", cleanup=True)
-    # Like llava-1.5's Llama tokenizer: a BOS in front when special tokens are added.
-    backend.post_processor = processors.TemplateProcessing(
-        single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, vocab[BOS])]
-    )
-    backend.add_special_tokens(_SPECIALS)
+    if bos is not None:
+        backend.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A $B", special_tokens=[(bos, vocab[bos])]
+        )
+    backend.add_special_tokens(specials)
     return PreTrainedTokenizerFast(
         tokenizer_object=backend,
-        bos_token=BOS,
-        eos_token=EOS,
+        bos_token=bos,
+        eos_token=eos,
         unk_token=UNK,
-        pad_token=PAD,
-        extra_special_tokens={"image_token": IMAGE},
+        pad_token=pad,
+        extra_special_tokens=extra_special_tokens,
         model_max_length=4096,
+        # Generation appends on the right, so batched prompts must be padded on the left.
         padding_side="left",
+        chat_template=chat_template,
+    )
+
+
+def _make_tokenizer(vocab: dict[str, int]):
+    """The LLaVA tokenizer: like llava-1.5's Llama one, a BOS in front of each text."""
+    return _word_level_tokenizer(
+        vocab,
+        _SPECIALS,
+        eos=EOS,
+        pad=PAD,
+        bos=BOS,
+        extra_special_tokens={"image_token": IMAGE},
         chat_template=CHAT_TEMPLATE,
     )
 
@@ -207,6 +317,150 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
     processor.save_pretrained(folder)
 
 
+def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
+    """Build the Qwen2-VL tokenizer, processor and seeded model and save them into ``folder``."""
+    import torch
+    from transformers import (
+        GenerationConfig,
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    tokens = _QWEN_SPECIALS + _PUNCTUATION + _TEMPLATE_WORDS + _read_words()
+    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+    tokenizer = _word_level_tokenizer(
+        vocab,
+        _QWEN_SPECIALS,
+        # As in Qwen2-VL-Instruct: turns end with <|im_end|>, padding is <|endoftext|>.
+        eos=QWEN_IM_END,
+        pad=QWEN_EOT,
+        bos=None,
+        extra_special_tokens={"image_token": QWEN_IMAGE_PAD, "video_token": QWEN_VIDEO_PAD},
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
+    # Never generated: specials (EOS would end early; a stray <|image_pad|> breaks the
+    # image-token count check), plus template words that read like a new chat turn.
+    banned_ids = [vocab[t] for t in _QWEN_SPECIALS + _TEMPLATE_WORDS]
+
+    pixels = {"min_pixels": QWEN2_VL_MIN_PIXELS, "max_pixels": QWEN2_VL_MAX_PIXELS}
+    patching = {
+        "patch_size": QWEN2_VL_PATCH_SIZE,
+        "merge_size": QWEN2_VL_MERGE_SIZE,
+        "temporal_patch_size": 2,
+    }
+    # AutoProcessor loads every sub-processor the processor class names, so the video
+    # one is saved too (unused here; same small bounds per frame).
+    processor = Qwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessor(**pixels, **patching),
+        video_processor=Qwen2VLVideoProcessor(**pixels, **patching),
+        tokenizer=tokenizer,
+        chat_template=QWEN_CHAT_TEMPLATE,
+    )
+
+    head_dim = 16
+    text_config = {
+        "vocab_size": len(vocab),
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 64 // head_dim,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        # M-RoPE splits each head's rotary half (head_dim / 2 = 8 frequencies) into
+        # temporal, height and width sections; the real model uses [16, 24, 24] of 64.
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
+        "bos_token_id": None,
+        "eos_token_id": vocab[QWEN_IM_END],
+        "pad_token_id": vocab[QWEN_EOT],
+    }
+    vision_config = {
+        "depth": 2,
+        "embed_dim": 32,
+        "num_heads": 2,
+        "mlp_ratio": 2,
+        "hidden_size": text_config["hidden_size"],  # the patch merger projects into the LLM
+        "in_channels": 3,
+        "patch_size": QWEN2_VL_PATCH_SIZE,
+        "spatial_merge_size": QWEN2_VL_MERGE_SIZE,
+        "temporal_patch_size": patching["temporal_patch_size"],
+    }
+    config = Qwen2VLConfig(
+        text_config=text_config,
+        vision_config=vision_config,
+        image_token_id=vocab[QWEN_IMAGE_PAD],
+        video_token_id=vocab[QWEN_VIDEO_PAD],
+        vision_start_token_id=vocab[QWEN_VISION_START],
+        vision_end_token_id=vocab[QWEN_VISION_END],
+        tie_word_embeddings=False,
+    )
+    # fork_rng: seed the weights without disturbing the caller's global RNG stream.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen2VLForConditionalGeneration(config).eval()
+        with torch.no_grad():
+            # Zero logit rows for banned tokens, as for LLaVA (belt and braces with
+            # suppress_tokens below).
+            model.lm_head.weight[banned_ids] = 0.0
+    model.generation_config = GenerationConfig(
+        eos_token_id=vocab[QWEN_IM_END],
+        pad_token_id=vocab[QWEN_EOT],
+        # lmms-eval passes only sampling/length kwargs, so these stay in force: never
+        # end early or emit specials, and avoid the loops greedy random models fall into.
+        suppress_tokens=banned_ids,
+        no_repeat_ngram_size=2,
+    )
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+
+
+def _build_atomically(dest: Path, seed: int, model: str, write) -> Path:
+    """Run ``write(folder, seed)`` into a temporary sibling of ``dest``, then move it into place.
+
+    Args:
+        dest: absolute destination folder; its parent is created if missing.
+        seed: passed to ``write`` and recorded in the completion marker.
+        model: which checkpoint this is (``"llava"`` or ``"qwen2_vl"``); recorded in
+            the marker so one kind's folder is never taken for the other.
+        write: the checkpoint writer, ``write(folder: Path, seed: int) -> None``.
+
+    The marker is written last, and ``os.replace`` is atomic, so readers never see
+    a half-written folder. If a concurrent builder finishes first with the same
+    builder key, seed and model, its (identical) folder is kept and ours
+    discarded. An older or different build at ``dest`` is moved aside and deleted.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))
+    try:
+        # mkdtemp makes it owner-only; a shared cache should stay readable.
+        tmp.chmod(0o755)
+        write(tmp, seed)
+        marker = {"key": build_key(), "seed": seed, "model": model, "builder": __name__}
+        (tmp / _MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
+        for _ in range(10):
+            try:
+                # Atomic; succeeds if dest is absent or an empty folder.
+                os.replace(tmp, dest)
+                return dest
+            except OSError as exc:
+                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+            if _is_complete(dest, seed, model):
+                return dest  # another process won the race with an identical build
+            # Stale or foreign content: rename it away (atomic) before deleting it.
+            trash = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex}")
+            try:
+                os.rename(dest, trash)
+            except FileNotFoundError:
+                continue  # someone else moved it already; retry the replace
+            shutil.rmtree(trash, ignore_errors=True)
+        raise RuntimeError(f"could not move the tiny {model} build into place at {dest}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # no-op after a successful replace
+
+
 def build_tiny_llava(path: str | os.PathLike, seed: int = 0) -> Path:
     """Build the tiny random LLaVA checkpoint into ``path`` atomically; return ``path``.
 
@@ -221,34 +475,35 @@ def build_tiny_llava(path: str | os.PathLike, seed: int = 0) -> Path:
     build at ``path`` is moved aside and deleted.
     """
     dest = Path(path).expanduser().absolute()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))
-    try:
-        # mkdtemp makes it owner-only; a shared cache should stay readable.
-        tmp.chmod(0o755)
-        _write_checkpoint(tmp, seed)
-        marker = {"key": build_key(), "seed": seed, "builder": __name__}
-        (tmp / _MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
-        for _ in range(10):
-            try:
-                # Atomic; succeeds if dest is absent or an empty folder.
-                os.replace(tmp, dest)
-                return dest
-            except OSError as exc:
-                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-                    raise
-            if _is_complete(dest, seed):
-                return dest  # another process won the race with an identical build
-            # Stale or foreign content: rename it away (atomic) before deleting it.
-            trash = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex}")
-            try:
-                os.rename(dest, trash)
-            except FileNotFoundError:
-                continue  # someone else moved it already; retry the replace
-            shutil.rmtree(trash, ignore_errors=True)
-        raise RuntimeError(f"could not move the tiny LLaVA build into place at {dest}")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # no-op after a successful replace
+    return _build_atomically(dest, seed, "llava", _write_checkpoint)
+
+
+def build_tiny_qwen2_vl(path: str | os.PathLike, seed: int = 0) -> Path:
+    """Build the tiny random Qwen2-VL checkpoint into ``path`` atomically; return ``path``.
+
+    Args:
+        path: destination folder. Its parent is created if missing. The build is
+            written into a hidden temporary sibling and moved into place with
+            ``os.replace``, so readers never see a half-written folder.
+        seed: torch seed for the random weights; same seed, same checkpoint.
+
+    The folder loads with lmms-eval's ``qwen2_vl`` class on CPU given
+    ``device="cpu", device_map="cpu", min_pixels=QWEN2_VL_MIN_PIXELS,
+    max_pixels=QWEN2_VL_MAX_PIXELS`` (and any ``batch_size``). Concurrent and
+    stale builds are handled as in :func:`build_tiny_llava`.
+    """
+    dest = Path(path).expanduser().absolute()
+    return _build_atomically(dest, seed, "qwen2_vl", _write_qwen2_vl_checkpoint)
+
+
+def _cache_root(cache_dir: str | os.PathLike | None) -> Path:
+    """``cache_dir``, else ``$LMMS_GENBENCH_CACHE``, else ``~/.cache/lmms_genbench``."""
+    if cache_dir is None:
+        cache_dir = (
+            os.environ.get("LMMS_GENBENCH_CACHE")
+            or Path.home() / ".cache" / "lmms_genbench"
+        )
+    return Path(cache_dir).expanduser()
 
 
 def tiny_llava_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -> Path:
@@ -265,12 +520,26 @@ def tiny_llava_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -
     A folder made by a different builder version is rebuilt. Safe to call from
     several processes at once (e.g. ranks of ``accelerate launch``).
     """
-    if cache_dir is None:
-        cache_dir = (
-            os.environ.get("LMMS_GENBENCH_CACHE")
-            or Path.home() / ".cache" / "lmms_genbench"
-        )
-    dest = Path(cache_dir).expanduser() / "smoke" / f"tiny-llava-s{seed}-{build_key()[:8]}"
-    if _is_complete(dest, seed):
+    dest = _cache_root(cache_dir) / "smoke" / f"tiny-llava-s{seed}-{build_key()[:8]}"
+    if _is_complete(dest, seed, "llava"):
         return dest.absolute()
     return build_tiny_llava(dest, seed=seed)
+
+
+def tiny_qwen2_vl_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -> Path:
+    """Return a cached tiny Qwen2-VL checkpoint folder, building it on first use.
+
+    Args:
+        cache_dir: cache root; defaults to ``$LMMS_GENBENCH_CACHE`` if set, else
+            ``~/.cache/lmms_genbench``. The checkpoint lives in
+            ``<root>/smoke/tiny-qwen2-vl-s{seed}-<build key>``, keyed like
+            :func:`tiny_llava_path`.
+        seed: torch seed for the random weights.
+
+    A folder made by a different builder version is rebuilt. Safe to call from
+    several processes at once.
+    """
+    dest = _cache_root(cache_dir) / "smoke" / f"tiny-qwen2-vl-s{seed}-{build_key()[:8]}"
+    if _is_complete(dest, seed, "qwen2_vl"):
+        return dest.absolute()
+    return build_tiny_qwen2_vl(dest, seed=seed)
