@@ -1,0 +1,118 @@
+"""MMECeption task functions and the GenCeption scorer on hand-made chains."""
+
+import json
+import math
+
+import datasets
+import numpy as np
+import pytest
+from PIL import Image
+
+from lmms_genbench.metrics.genception import ScorerConfig, chain_record, score_chains
+from lmms_genbench.tasks.mmeception import utils
+
+
+def test_each_mme_image_is_used_once():
+    ds = datasets.Dataset.from_dict({
+        "question_id": ["code/1.png", "code/1.png", "ocr/2.png", "ocr/2.png", "ocr/3.png"],
+        "question": ["a", "b", "c", "d", "e"],
+        "category": ["code_reasoning", "code_reasoning", "OCR", "OCR", "OCR"],
+    })
+    unique = utils.mme_unique_images(ds)
+    assert unique["chain_id"] == ["code/1.png", "ocr/2.png", "ocr/3.png"]
+    assert unique["question"] == ["a", "c", "e"]
+
+
+def test_prompt_is_the_papers_p_desc_verbatim():
+    assert utils.doc_to_text({}).startswith("Please write a clear, precise, detailed, and concise description")
+    assert utils.doc_to_text({}).endswith("You must complete the description using less than 500 words.")
+    assert len(utils.VISUAL) == 10 and len(utils.TEXTUAL) == 4
+
+
+def _chain(tmp_path, chain_id, colours, status="ok"):
+    folder = tmp_path / chain_id
+    folder.mkdir(parents=True)
+    hops = []
+    for t, colour in enumerate(colours):
+        path = folder / f"{2 * t:03d}.png"
+        Image.new("RGB", (32, 32), colour).save(path)
+        hops.append({"hop": 2 * t, "kind": "image", "path": str(path)})
+        if t < len(colours) - 1:
+            hops.append({"hop": 2 * t + 1, "kind": "text", "path": "", "text": "d"})
+    failure = None if status == "ok" else {"hop": 1, "stage": "describe", "reason": "empty description"}
+    return json.dumps({"chain_id": chain_id, "status": status, "failure": failure, "hops": hops})
+
+
+class MeanColourEncoder:
+    """Embedding = mean RGB + 1: identical images have similarity 1."""
+
+    def encode(self, images):
+        import torch
+
+        return torch.tensor(np.stack([np.asarray(i, dtype=np.float64).mean((0, 1)) + 1.0 for i in images]))
+
+
+def test_scores_on_hand_worked_chains(tmp_path, monkeypatch):
+    import lmms_genbench.metrics.encoders as encoders
+
+    monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
+    red, grey = (255, 0, 0), (128, 128, 128)
+    responses = {
+        # identical redraws: s(t) = 1, GC@3 = 1
+        ("existence", "a"): _chain(tmp_path, "a", [red, red, red, red]),
+        # unit vectors (256,1,1) and (129,129,129): cosine known in closed form
+        ("existence", "b"): _chain(tmp_path, "b", [red, grey, grey, grey]),
+        ("OCR", "c"): _chain(tmp_path, "c", [red, red, red, red]),
+        ("OCR", "d"): _chain(tmp_path, "d", [red, red], status="failed"),
+        # claims success but has only 2 of 3 iterations: must fail, not score GC@2
+        ("OCR", "e"): _chain(tmp_path, "e", [red, red, red]),
+    }
+    records = [chain_record(resp, {"chain_id": cid}, cat, {}) for (cat, cid), resp in responses.items()]
+    config = ScorerConfig("mean-colour", None, "cpu", 4)
+    report = score_chains(records, 3, config, utils.GROUPS)
+    cos = (256 * 129 + 129 + 129) / (math.sqrt(256**2 + 2) * math.sqrt(3 * 129**2))
+    assert report["gc@3_existence"] == pytest.approx((1.0 + cos) / 2)  # mean of GC@3 over a and b
+    assert report["gc@3_OCR"] == pytest.approx(1.0)
+    assert report["gc@3"] == pytest.approx(((1.0 + cos) / 2 + 1.0) / 2)  # mean over categories
+    assert report["gc@3_visual"] == pytest.approx((1.0 + cos) / 2)
+    assert report["gc@3_textual"] == pytest.approx(1.0)
+    assert report["s@1"] == pytest.approx(((1 + cos) / 2 + 1) / 2)
+    assert report["n_scored"] == 3 and report["n_failed"] == 2
+    assert report["n_failed_OCR"] == 2
+    assert report["failure_reasons"] == {"describe failed at hop 1": 1, "chain has 2 of 3 iterations": 1}
+    assert "gc_fid@3" not in report  # FID off
+
+
+def test_gc_fid_reports_sample_size_and_nan_below_two(tmp_path, monkeypatch):
+    import lmms_genbench.metrics.encoders as encoders
+
+    monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
+    rng = np.random.default_rng(0)
+    records = []
+    for k in range(3):
+        colours = [tuple(int(c) for c in rng.integers(0, 255, 3)) for _ in range(4)]
+        records.append(chain_record(_chain(tmp_path, f"x{k}", colours), {"chain_id": f"x{k}"}, "many", {}))
+    records.append(chain_record(_chain(tmp_path, "solo", [(1, 2, 3)] * 4), {"chain_id": "solo"}, "one", {}))
+    report = score_chains(records, 3, ScorerConfig("mean-colour", "fid-helper", "cpu", 8))
+    assert report["gc_fid@3_many_n"] == 3 and report["gc_fid@3_one_n"] == 1
+    assert math.isfinite(report["gc_fid@3_many"]) and math.isnan(report["gc_fid@3_one"])
+    fids = [report[f"fid@{t}_many"] for t in (1, 2, 3)]
+    assert report["gc_fid@3_many"] == pytest.approx((fids[0] + 2 * fids[1] + 3 * fids[2]) / 6)
+    assert report["gc_fid@3"] == pytest.approx(report["gc_fid@3_many"])  # NaN categories are left out
+    assert report["gc_fid@3_n_min"] == 1
+
+
+def test_a_response_that_is_not_a_chain_is_a_counted_failure():
+    record = chain_record("I am a plain text answer", {"chain_id": "q1"}, "scene", {})
+    assert record["status"] == "failed" and "not a chain" in record["reason"]
+
+
+def test_scorer_settings_come_from_the_task_and_the_environment(monkeypatch):
+    monkeypatch.setenv("LMMS_GENBENCH_IMAGE_ENCODER", "clip:openai/clip-vit-base-patch32")
+    monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
+    monkeypatch.setenv("LMMS_GENBENCH_SCORER_BATCH", "7")
+    config = ScorerConfig.resolve(utils.SMOKE_SCORER)
+    assert config == ScorerConfig("clip:openai/clip-vit-base-patch32", None, "cpu", 7)
+    monkeypatch.setenv("LMMS_GENBENCH_SCORER_BATCH", "many")
+    with pytest.raises(ValueError, match="LMMS_GENBENCH_SCORER_BATCH must be an integer"):
+        ScorerConfig.resolve(utils.SMOKE_SCORER)
