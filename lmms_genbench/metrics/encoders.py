@@ -179,6 +179,19 @@ class ImageEncoder(_BatchedEncoder):
                     f"images[{i}] must be a PIL.Image.Image or a path, got {type(item).__name__}"
                 )
 
+    def _set_processor(self, processor: Any) -> None:
+        """An image processor object, or a name/path to load one."""
+        if isinstance(processor, (str, os.PathLike)):
+            processor = _load_image_processor(str(processor))
+        if not callable(processor):
+            raise TypeError(f"processor must be an image processor, got {type(processor).__name__}")
+        self.processor = processor
+
+    def _pixel_values(self, batch: Sequence[Any]) -> Any:
+        images = to_rgb_images(batch, "images")
+        pixel_values = self.processor(images=images, return_tensors="pt")["pixel_values"]
+        return pixel_values.to(self._device, dtype=_model_dtype(self.model))
+
 
 class TextEncoder(_BatchedEncoder):
     """Base class of text encoders: ``encode`` takes a sequence of strings."""
@@ -237,15 +250,7 @@ class ViTCLSEncoder(ImageEncoder):
                 )
             self.name = type(model).__name__
             loaded = model
-        self.processor = (
-            _load_image_processor(str(processor))
-            if isinstance(processor, (str, os.PathLike))
-            else processor
-        )
-        if not callable(self.processor):
-            raise TypeError(
-                f"processor must be an image processor, got {type(self.processor).__name__}"
-            )
+        self._set_processor(processor)
         self.model = loaded.to(self._device).eval()
 
     def _modules(self) -> list[Any]:
@@ -256,11 +261,7 @@ class ViTCLSEncoder(ImageEncoder):
         return int(self.model.config.hidden_size)
 
     def _encode_batch(self, batch: Sequence[Any]) -> Any:
-        images = to_rgb_images(batch, "images")
-        pixel_values = self.processor(images=images, return_tensors="pt")[
-            "pixel_values"
-        ]
-        pixel_values = pixel_values.to(self._device, dtype=_model_dtype(self.model))
+        pixel_values = self._pixel_values(batch)
         out = self.model(pixel_values=pixel_values)
         return out.last_hidden_state[:, 0]
 
@@ -314,11 +315,7 @@ class CLIPImageEncoder(ImageEncoder):
                 "model must be a CLIPModel or CLIPVisionModelWithProjection "
                 f"(with vision_model and visual_projection), got {type(loaded).__name__}"
             )
-        self.processor = (
-            _load_image_processor(str(processor))
-            if isinstance(processor, (str, os.PathLike))
-            else processor
-        )
+        self._set_processor(processor)
         self.model = loaded.to(self._device).eval()
 
     def _modules(self) -> list[Any]:
@@ -329,11 +326,7 @@ class CLIPImageEncoder(ImageEncoder):
         return int(self.model.visual_projection.out_features)
 
     def _encode_batch(self, batch: Sequence[Any]) -> Any:
-        images = to_rgb_images(batch, "images")
-        pixel_values = self.processor(images=images, return_tensors="pt")[
-            "pixel_values"
-        ]
-        pixel_values = pixel_values.to(self._device, dtype=_model_dtype(self.model))
+        pixel_values = self._pixel_values(batch)
         # same computation as get_image_features / image_embeds, independent of the transformers version
         pooled = self.model.vision_model(pixel_values=pixel_values).pooler_output
         return self.model.visual_projection(pooled)

@@ -234,11 +234,9 @@ def _make_tokenizer(vocab: dict[str, int]):
 
 def _write_checkpoint(folder: Path, seed: int) -> None:
     """Build the tokenizer, image processor and seeded model and save them into ``folder``."""
-    import torch
     from transformers import (
         CLIPImageProcessor,
         CLIPVisionConfig,
-        GenerationConfig,
         LlamaConfig,
         LlavaConfig,
         LlavaForConditionalGeneration,
@@ -296,32 +294,13 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
         image_seq_length=NUM_IMAGE_TOKENS,
         tie_word_embeddings=False,
     )
-    # fork_rng: seed the weights without disturbing the caller's global RNG stream.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = LlavaForConditionalGeneration(config).eval()
-        with torch.no_grad():
-            # Zero logit rows for banned tokens: a random model would otherwise emit EOS
-            # early (empty text) or <image> (breaks LLaVA's image-token bookkeeping).
-            model.lm_head.weight[banned_ids] = 0.0
-    model.generation_config = GenerationConfig(
-        bos_token_id=vocab[BOS],
-        eos_token_id=vocab[EOS],
-        pad_token_id=vocab[PAD],
-        # lmms-eval passes only sampling/length kwargs, so these stay in force: never
-        # end early or emit specials, and avoid the loops greedy random models fall into.
-        suppress_tokens=banned_ids,
-        no_repeat_ngram_size=2,
-    )
-    model.save_pretrained(folder)
-    processor.save_pretrained(folder)
+    _init_and_save(folder, LlavaForConditionalGeneration, config, processor, seed, banned_ids,
+                   bos_token_id=vocab[BOS], eos_token_id=vocab[EOS], pad_token_id=vocab[PAD])
 
 
 def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
     """Build the Qwen2-VL tokenizer, processor and seeded model and save them into ``folder``."""
-    import torch
     from transformers import (
-        GenerationConfig,
         Qwen2VLConfig,
         Qwen2VLForConditionalGeneration,
         Qwen2VLImageProcessor,
@@ -396,17 +375,25 @@ def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
         vision_end_token_id=vocab[QWEN_VISION_END],
         tie_word_embeddings=False,
     )
+    _init_and_save(folder, Qwen2VLForConditionalGeneration, config, processor, seed, banned_ids,
+                   eos_token_id=vocab[QWEN_IM_END], pad_token_id=vocab[QWEN_EOT])
+
+
+def _init_and_save(folder: Path, model_cls, config, processor, seed: int, banned_ids, **token_ids) -> None:
+    """Seeded random weights that never stop early, saved with their processor."""
+    import torch
+    from transformers import GenerationConfig
+
     # fork_rng: seed the weights without disturbing the caller's global RNG stream.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = Qwen2VLForConditionalGeneration(config).eval()
+        model = model_cls(config).eval()
         with torch.no_grad():
-            # Zero logit rows for banned tokens, as for LLaVA (belt and braces with
-            # suppress_tokens below).
+            # Zero logit rows for banned tokens: a random model would otherwise emit EOS
+            # early (empty text) or image tokens (breaking the image-token bookkeeping).
             model.lm_head.weight[banned_ids] = 0.0
     model.generation_config = GenerationConfig(
-        eos_token_id=vocab[QWEN_IM_END],
-        pad_token_id=vocab[QWEN_EOT],
+        **token_ids,
         # lmms-eval passes only sampling/length kwargs, so these stay in force: never
         # end early or emit specials, and avoid the loops greedy random models fall into.
         suppress_tokens=banned_ids,
