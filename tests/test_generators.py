@@ -302,7 +302,7 @@ def test_smoke_is_deterministic(smoke):
     rebuilt = build_generator("smoke", seed=0).generate(PROMPTS[:2], [1, 2])
     assert all(_same(a, b) for a, b in zip(first, again))
     assert all(_same(a, b) for a, b in zip(first, rebuilt))
-    assert smoke.name == build_generator("smoke").name == "smoke-s0-64px-2st-g1-cpu"
+    assert smoke.name == build_generator("smoke").name == "smoke-s0-64px-2st-g1-t512-cpu"
 
 
 def test_smoke_depends_on_seed_and_weights(smoke):
@@ -328,7 +328,8 @@ def test_smoke_tokenizer_is_local_and_clip_shaped():
     ids = tok(
         ["the cat"], padding="max_length", max_length=tok.model_max_length
     ).input_ids[0]
-    assert len(ids) == 77 == tok.model_max_length
+    # wider than CLIP's 77 on purpose: descriptions must reach the smoke generator
+    assert len(ids) == 512 == tok.model_max_length
     assert ids[0] == tok.bos_token_id and ids[3] == tok.eos_token_id
     assert tok.convert_ids_to_tokens(ids[1:3]) == ["the</w>", "cat</w>"]
 
@@ -534,3 +535,15 @@ def test_openai_key_never_leaks(api_key, caplog):
     assert caplog.text  # the retry was logged ...
     for text in texts:
         assert api_key not in text  # ... but never the key
+
+
+def test_smoke_drawings_depend_on_the_description_after_the_prompt_prefix():
+    from lmms_genbench.generators.smoke import SmokeGenerator
+
+    gen = SmokeGenerator(size=32)
+    prefix = "Generate an image that fully and precisely reflects this description: "
+    shared = prefix + "a wide photo taken outdoors, in which we see "  # past 77 tokens of this vocabulary
+    a, b = gen.generate([shared + "a red square on grass", shared + "a blue cat under the moon"], [0, 0])
+    import numpy as np
+
+    assert np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)).max() > 0

@@ -1,9 +1,11 @@
 """The cycle engine: breadth-first describe/draw chains over many docs.
 
 At each hop every pending doc is advanced together: all descriptions go to
-the describer in batches, all drawings to the generator in batches. Each
-result is stored atomically before the next hop starts, so an interrupted run
-resumes at the first hop that is missing on disk and recomputes nothing.
+the describer in batches, all drawings to the generator in batches, and a
+worker thread draws the descriptions already finished while the describer
+works on the rest. Every text and image is stored atomically as soon as it
+exists and a chain's hops are made in order, so an interrupted run resumes
+at each chain's first missing hop and recomputes nothing.
 """
 
 from __future__ import annotations

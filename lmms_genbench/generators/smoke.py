@@ -26,7 +26,10 @@ _GROUPS = 4  # GroupNorm groups; must divide every width
 # Width of the text encoder's embeddings, and so of the UNet's cross-attention.
 _HIDDEN = 32
 # The text encoder's position table; the tokenizer pads and truncates to it.
-_MAX_TOKENS = 77
+# Far above CLIP's 77: the tiny vocabulary is nearly byte-level, so 77 tokens
+# would hold little more than GenCeption's fixed prompt prefix and every
+# drawing would ignore its description.
+_MAX_TOKENS = 512
 _VOCAB_SIZE = 1000  # room for the 514 base tokens plus the merges below
 _BOS, _EOS = "<|startoftext|>", "<|endoftext|>"
 
@@ -110,7 +113,7 @@ class SmokeGenerator:
         device_type = self.device.split(":")[0]
         self.name = (
             f"smoke-s{self.seed}-{self.size}px-{self.steps}st-"
-            f"g{self.guidance:g}-{device_type}"
+            f"g{self.guidance:g}-t{_MAX_TOKENS}-{device_type}"
         )
 
     def __repr__(self) -> str:
