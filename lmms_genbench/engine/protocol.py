@@ -40,6 +40,7 @@ PROTOCOL_KEYS = (
     "generate_prompt",
     "seed",
     "seed_field",
+    "direction_field",
     "refusal_patterns",
     "max_seed_side",
 )
@@ -75,10 +76,19 @@ class ChainSpec:
             re.compile(pattern)
 
     @classmethod
-    def from_request(cls, context: str, gen_kwargs: dict[str, Any] | None) -> "ChainSpec":
-        """Split a request's generation_kwargs into protocol and decoding settings."""
+    def from_request(
+        cls, context: str, gen_kwargs: dict[str, Any] | None, direction: str | None = None
+    ) -> "ChainSpec":
+        """Split a request's generation_kwargs into protocol and decoding settings.
+
+        ``direction`` (read by the caller from the doc field named by
+        ``generation_kwargs.direction_field``) overrides ``generation_kwargs.direction``,
+        so one task can hold text-first and image-first chains.
+        """
         kwargs = copy.deepcopy(dict(gen_kwargs or {}))
-        direction = kwargs.pop("direction", "image_first")
+        kwargs.pop("direction_field", None)
+        default_direction = kwargs.pop("direction", "image_first")
+        direction = direction or default_direction
         iterations = kwargs.pop("iterations", None)
         generations = kwargs.pop("generations", None)
         if iterations is not None and generations is not None:

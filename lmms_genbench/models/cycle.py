@@ -155,18 +155,20 @@ class CycleModel(lmms):
         return self._device
 
     @functools.lru_cache(maxsize=64)
-    def _spec(self, context: str, gen_kwargs_json: str) -> ChainSpec:
-        return ChainSpec.from_request(context, json.loads(gen_kwargs_json))
+    def _spec(self, context: str, gen_kwargs_json: str, direction: str | None) -> ChainSpec:
+        return ChainSpec.from_request(context, json.loads(gen_kwargs_json), direction)
 
     def generate_until(self, requests) -> list[str]:
         jobs, namespaces = [], {}
         for request in requests:
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
-            spec = self._spec(context, json.dumps(gen_kwargs or {}, sort_keys=True, default=str))
             try:
                 doc, doc_error = self.task_dict[task][split][doc_id], None
             except Exception as exc:
                 doc, doc_error = None, exc
+            field = (gen_kwargs or {}).get("direction_field")
+            direction = doc.get(field) if field and isinstance(doc, dict) else None
+            spec = self._spec(context, json.dumps(gen_kwargs or {}, sort_keys=True, default=str), direction)
             key = _chain_key(doc, doc_id)
             namespace = self.store.namespace(self.describer.name, self.generator.name, spec.protocol_id(task))
             namespaces[namespace] = (task, spec)
@@ -181,13 +183,19 @@ class CycleModel(lmms):
                     {"task": task, "describer": self.describer.name, "generator": self.generator.name, **spec.describe_settings()},
                 )
 
-        outcomes, stats = self.engine.run(jobs)
-        self.last_stats = stats
-        for namespace in namespaces:
-            self.store.append_jsonl(namespace / "runs.jsonl", {"rank": self._rank, **stats.to_dict()})
-        failed = sum(1 for o in outcomes if not o.ok)
-        logger.info("cycle: %d chains, %d failed, stats %s", len(outcomes), failed, stats.to_dict())
-        return [json.dumps(o.to_dict(), ensure_ascii=False) for o in outcomes]
+        # one engine run per direction, so describing and drawing can overlap in each
+        by_index: dict[int, Any] = {}
+        for direction in sorted({job.spec.direction for job in jobs}):
+            picked = [i for i, job in enumerate(jobs) if job.spec.direction == direction]
+            outcomes, stats = self.engine.run([jobs[i] for i in picked])
+            by_index.update(zip(picked, outcomes))
+            self.last_stats = stats
+            for namespace, (_task, spec) in namespaces.items():
+                if spec.direction == direction:
+                    self.store.append_jsonl(namespace / "runs.jsonl", {"rank": self._rank, **stats.to_dict()})
+            failed = sum(1 for o in outcomes if not o.ok)
+            logger.info("cycle %s: %d chains, %d failed, stats %s", direction, len(outcomes), failed, stats.to_dict())
+        return [json.dumps(by_index[i].to_dict(), ensure_ascii=False) for i in range(len(jobs))]
 
     def loglikelihood(self, requests):
         raise NotImplementedError("the cycle model only generates chains; it cannot score loglikelihood requests")
