@@ -217,3 +217,25 @@ def test_two_processes_give_the_same_scores(tmp_path):
     # both ranks wrote their own share of the chains
     ranks = {json.loads(line)["rank"] for p in (tmp_path / "a2").rglob("runs.jsonl") for line in p.read_text().splitlines()}
     assert ranks == {0, 1}
+
+
+def test_cli_sdp_smoke_scores_both_chains_and_all_mappings(tmp_path):
+    out = tmp_path / "out"
+    proc = _lmms_eval(
+        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
+         "--tasks", "sdp_smoke", "--output_path", str(out), "--log_samples"],
+        tmp_path, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = _metrics(_results(out), "sdp_smoke")
+    assert metrics["n_scored"] == 18 and metrics["n_failed"] == 0  # 9 pairs x 2 directions
+    mappings = ("text->text", "text->image", "image->image", "image->text")
+    assert all(-1.0 <= metrics[f"mcd_{m}"] <= 1.0 for m in mappings)
+    assert metrics["mcd_avg"] == pytest.approx(sum(metrics[f"mcd_{m}"] for m in mappings) / 4)
+    # MCD_delta is the mean of S_delta(g) over the generations that mapping compares
+    assert metrics["mcd_text->text"] == pytest.approx((metrics["s_text->text@2"] + metrics["s_text->text@4"]) / 2)
+    assert metrics["mcd_image->text"] == pytest.approx((metrics["s_image->text@1"] + metrics["s_image->text@3"]) / 2)
+    chains = [_chain(s) for s in _samples(out, "sdp_smoke")]
+    assert sorted(c["direction"] for c in chains) == ["image_first"] * 9 + ["text_first"] * 9
+    text_first = next(c for c in chains if c["direction"] == "text_first")
+    assert [h["kind"] for h in text_first["hops"]] == ["text", "image", "text", "image", "text"]

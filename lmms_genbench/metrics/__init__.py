@@ -1,4 +1,4 @@
-"""Metric building blocks: GC@T aggregation, Fréchet distance, FID features, encoders.
+"""Metric building blocks: GC@T aggregation, MCD, Fréchet distance, FID features, encoders.
 
 Importing this package is cheap: numpy only. torch, transformers, clean-fid and
 sentence-transformers load when an encoder or feature extractor is built.
@@ -31,16 +31,30 @@ from .inception import (
     fid_helper_model_path,
     get_fid_extractor,
 )
+from .mcd import MAPPINGS as DRIFT_MAPPINGS
+from .mcd import (
+    DriftScorerConfig,
+    DriftStats,
+    drift_record,
+    score_drift_chains,
+)
+
+# not bound as ``mcd``: that name is the submodule (``import lmms_genbench.metrics.mcd``)
+from .mcd import mcd as mean_cumulative_drift
+from .mcd import report_value as drift_report_value
 from .similarity import cosine_similarity, l2_normalize
 from .tiny_models import TinyCLIP, TinyViT, tiny_clip, tiny_vit
 
 __all__ = [
+    "DRIFT_MAPPINGS",
     "FID_IMAGE_SIZE",
     "LONG_TEXT_MODES",
     "SHIPPED_MINILM",
     "CLIPImageEncoder",
     "CLIPTextEncoder",
     "DINOEncoder",
+    "DriftScorerConfig",
+    "DriftStats",
     "FIDFeatureExtractor",
     "FrechetStats",
     "ImageEncoder",
@@ -56,6 +70,8 @@ __all__ = [
     "clear_encoder_cache",
     "clear_fid_extractor_cache",
     "cosine_similarity",
+    "drift_record",
+    "drift_report_value",
     "fid_helper_model_path",
     "frechet_distance",
     "gc_at_t",
@@ -66,6 +82,8 @@ __all__ = [
     "get_image_encoder",
     "get_text_encoder",
     "l2_normalize",
+    "mean_cumulative_drift",
+    "score_drift_chains",
     "step_weighted_mean",
     "tiny_clip",
     "tiny_vit",

@@ -11,22 +11,31 @@ from __future__ import annotations
 import logging
 import math
 import os
-import threading
-from pathlib import Path
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._scoring import (  # ENV_DEVICE / ENV_BATCH re-exported: they were defined here
+    ENV_BATCH,  # noqa: F401
+    ENV_DEVICE,  # noqa: F401
+    ReportCache,
+    failure_reason,
+    macro_mean,
+    prefetched_blocks,
+    resolve_device_and_batch,
+    unit_rows,
+    write_report_json,
+)
+
 logger = logging.getLogger(__name__)
 
-# Scoring settings a user can override at run time without editing a task.
+# Scoring settings a user can override at run time without editing a task
+# (device and batch size: ENV_DEVICE, ENV_BATCH, shared with the other scorers).
 ENV_IMAGE_ENCODER = "LMMS_GENBENCH_IMAGE_ENCODER"
 ENV_FID_FEATURES = "LMMS_GENBENCH_FID_FEATURES"
-ENV_DEVICE = "LMMS_GENBENCH_SCORER_DEVICE"
-ENV_BATCH = "LMMS_GENBENCH_SCORER_BATCH"
 
 # The authors' encoder and FID network (REFERENCE_NOTES)
 PAPER_SCORER = {
@@ -46,28 +55,13 @@ class ScorerConfig:
     def resolve(cls, defaults: Mapping[str, Any]) -> ScorerConfig:
         """Task defaults, overridden by the ``LMMS_GENBENCH_*`` environment."""
         fid = os.environ.get(ENV_FID_FEATURES, defaults.get("fid_features"))
-        device = (
-            os.environ.get(ENV_DEVICE) or defaults.get("device") or _default_device()
-        )
-        batch = os.environ.get(ENV_BATCH, defaults.get("batch_size", 32))
-        try:
-            batch = int(batch)
-        except (TypeError, ValueError):
-            raise ValueError(f"{ENV_BATCH} must be an integer, got {batch!r}") from None
-        if batch < 1:
-            raise ValueError(f"{ENV_BATCH} must be >= 1, got {batch}")
+        device, batch = resolve_device_and_batch(defaults)
         return cls(
             image_encoder=os.environ.get(ENV_IMAGE_ENCODER, defaults["image_encoder"]),
             fid_features=None if fid in (None, "", "none", "off") else str(fid),
-            device=str(device),
+            device=device,
             batch_size=batch,
         )
-
-
-def _default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def chain_record(
@@ -89,12 +83,7 @@ def chain_record(
             "scorer": dict(scorer),
         }
     images = [h["path"] for h in chain.get("hops", []) if h.get("kind") == "image"]
-    failure = chain.get("failure") or {}
-    reason = (
-        f"{failure.get('stage', '?')} failed at hop {failure.get('hop', '?')}: {failure.get('reason', '')}"
-        if failure
-        else None
-    )
+    reason = failure_reason(chain.get("failure"))
     return {
         "chain_id": chain.get("chain_id", chain_id),
         "category": category,
@@ -121,37 +110,6 @@ class CategoryScore:
         if not self.n_scored or self.s_sums is None:
             return []
         return (self.s_sums / self.n_scored).tolist()
-
-
-def _macro(values: Iterable[float]) -> float:
-    vals = [v for v in values if not math.isnan(v)]
-    return float(np.mean(vals)) if vals else math.nan
-
-
-def _load_rgb(path: str):
-    from PIL import Image
-
-    with Image.open(path) as img:
-        return img.convert("RGB")
-
-
-def _prefetched_blocks(docs: Sequence[Mapping[str, Any]], block: int):
-    """Yield ``(docs, images)`` blocks, decoding the next block in worker
-    threads (PIL releases the GIL) while the caller encodes the current one."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    starts = range(0, len(docs), block)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="genbench-load") as pool:
-
-        def submit(start):
-            chunk = docs[start : start + block]
-            return chunk, [pool.submit(_load_rgb, p) for rec in chunk for p in rec["images"]]
-
-        pending = submit(starts[0]) if starts else None
-        for i in range(len(starts)):
-            chunk, futures = pending
-            pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
-            yield chunk, [f.result() for f in futures]
 
 
 def score_chains(
@@ -214,12 +172,8 @@ def score_chains(
         cat = categories[name]
         cat.s_sums = np.zeros(T, dtype=np.float64)
         fid_stats = [FrechetStats() for _ in range(T + 1)]
-        for chunk, images in _prefetched_blocks(docs, block):
-            emb = (
-                encoder.encode(images).detach().float().cpu().numpy().astype(np.float64)
-            )
-            emb = emb.reshape(len(chunk), T + 1, -1)
-            emb /= np.clip(np.linalg.norm(emb, axis=-1, keepdims=True), 1e-12, None)
+        for chunk, images in prefetched_blocks(docs, block):
+            emb = unit_rows(encoder.encode(images)).reshape(len(chunk), T + 1, -1)
             sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
             for row in sims:
                 cat.gc_sum += gc_at_t(row)
@@ -249,23 +203,23 @@ def score_chains(
             for t, fid in enumerate(cat.fids, start=1):
                 report[f"fid@{t}_{name}"] = fid
     scored = [c for c in categories.values() if c.n_scored]
-    report[f"gc@{T}"] = _macro(c.gc() for c in scored)
+    report[f"gc@{T}"] = macro_mean(c.gc() for c in scored)
     for t in range(1, T + 1):
-        report[f"s@{t}"] = _macro(c.s()[t - 1] for c in scored)
+        report[f"s@{t}"] = macro_mean(c.s()[t - 1] for c in scored)
     if fid_extractor is not None:
         sizes = [c.fid_n for c in scored if c.fids is not None]
         # the smallest sample behind any category's FID: below 2048 the covariance is singular
         report[f"gc_fid@{T}_n_min"] = min(sizes) if sizes else 0
-        report[f"gc_fid@{T}"] = _macro(
+        report[f"gc_fid@{T}"] = macro_mean(
             gc_fid_at_t(c.fids) for c in scored if c.fids is not None and c.fid_n >= 2
         )
     for group, members in (groups or {}).items():
         members_scored = [
             categories[m] for m in members if m in categories and categories[m].n_scored
         ]
-        report[f"gc@{T}_{group}"] = _macro(c.gc() for c in members_scored)
+        report[f"gc@{T}_{group}"] = macro_mean(c.gc() for c in members_scored)
         if fid_extractor is not None:
-            report[f"gc_fid@{T}_{group}"] = _macro(
+            report[f"gc_fid@{T}_{group}"] = macro_mean(
                 gc_fid_at_t(c.fids)
                 for c in members_scored
                 if c.fids is not None and c.fid_n >= 2
@@ -296,10 +250,6 @@ def category_table(report: Mapping[str, Any], iterations: int) -> dict[str, dict
 def _write_report(records: Sequence[Mapping[str, Any]], report: Mapping[str, Any], iterations: int) -> None:
     """Write the full report (every category, FID sample sizes, failure reasons)
     as ``report.json`` beside the chains it scores: lmms-eval's table holds scalars only."""
-    import json
-
-    from ..engine.store import atomic_write
-
     paths = [r["images"][0] for r in records if r.get("images")]
     if not paths:
         return
@@ -308,60 +258,35 @@ def _write_report(records: Sequence[Mapping[str, Any]], report: Mapping[str, Any
     per_category = tuple(f"_{name}" for name in categories) + tuple(f"_{name}_n" for name in categories)
     summary = {k: v for k, v in report.items() if not k.endswith(per_category)}
     payload = {"summary": summary, "categories": categories}
-    blob = json.dumps(payload, indent=2, sort_keys=True, default=str).encode("utf-8")
-    target = os.path.join(namespace, "report.json")
-    try:
-        atomic_write(Path(target), lambda fh: fh.write(blob))
-        logger.info("GenCeption report written to %s", target)
-    except OSError as exc:  # a read-only store must not lose the scores themselves
-        logger.warning("could not write %s: %s", target, exc)
+    write_report_json(os.path.join(namespace, "report.json"), payload, "GenCeption")
 
 
-class _ReportCache:
-    """lmms-eval calls one aggregation function per metric on the same items;
-    the chains are scored once and every metric reads the same report."""
-
-    def __init__(self, size: int = 4) -> None:
-        self._lock = threading.Lock()
-        self._reports: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
-        self._size = size
-
-    def get(
-        self, records: Sequence[Mapping[str, Any]], iterations: int, groups
-    ) -> dict[str, Any]:
-        scorer = records[0].get("scorer") if records else None
-        config = ScorerConfig.resolve(scorer or PAPER_SCORER)
-        key = (
-            iterations,
-            config,
-            tuple(sorted((g, tuple(m)) for g, m in (groups or {}).items())),
-            tuple(
-                (
-                    r["category"],
-                    r["chain_id"],
-                    r.get("status"),
-                    tuple(r.get("images", ())),
-                )
-                for r in records
-            ),
-        )
-        with self._lock:
-            if key in self._reports:
-                self._reports.move_to_end(key)
-                return self._reports[key]
-            report = score_chains(records, iterations, config, groups)
-            _write_report(records, report, iterations)
-            self._reports[key] = report
-            while len(self._reports) > self._size:
-                self._reports.popitem(last=False)
-            return report
-
-
-_CACHE = _ReportCache()
+_CACHE = ReportCache()
 
 
 def report_value(records: Sequence[Mapping[str, Any]], metric: str, iterations: int, groups=None):
-    """The value of one report key (NaN if that key has no data)."""
+    """The value of one report key (NaN if that key has no data).
+
+    lmms-eval calls one aggregation function per metric on the same items; the
+    chains are scored once and every metric reads the same memoised report.
+    """
     if not records:
         return math.nan
-    return _CACHE.get(records, iterations, groups).get(metric, math.nan)
+    scorer = records[0].get("scorer")
+    config = ScorerConfig.resolve(scorer or PAPER_SCORER)
+    key = (
+        iterations,
+        config,
+        tuple(sorted((g, tuple(m)) for g, m in (groups or {}).items())),
+        tuple(
+            (r["category"], r["chain_id"], r.get("status"), tuple(r.get("images", ())))
+            for r in records
+        ),
+    )
+
+    def compute() -> dict[str, Any]:
+        report = score_chains(records, iterations, config, groups)
+        _write_report(records, report, iterations)
+        return report
+
+    return _CACHE.get(key, compute).get(metric, math.nan)

@@ -1,0 +1,89 @@
+"""Semantic Drift Protocol tasks: thin glue between lmms-eval and lmms_genbench.
+
+Each image-caption pair becomes two docs, a text-first and an image-first
+chain; the cycle model reads the direction from the doc. Scoring lives in
+``lmms_genbench.metrics.mcd``.
+"""
+
+from lmms_genbench.data import load_package_photo
+from lmms_genbench.metrics.mcd import PAPER_DRIFT_SCORER, SMOKE_DRIFT_SCORER, drift_record, report_value
+
+# The paper publishes no I2T prompt (its chains are "captioned"); this default asks
+# for one detailed paragraph, like the DOCCI captions the chains start from.
+I2T_PROMPT = "Describe this image in one detailed paragraph."
+MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
+DIRECTIONS = ("text_first", "image_first")
+
+
+def doc_to_visual(doc):
+    if doc.get("image") is not None:
+        return [doc["image"]]
+    return [load_package_photo(doc["pair_id"])]
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    return I2T_PROMPT
+
+
+def both_directions(dataset):
+    """Two docs per pair, one per chain direction (images are not decoded)."""
+    import datasets
+
+    halves = []
+    for direction in DIRECTIONS:
+        half = dataset.add_column("direction", [direction] * len(dataset))
+        halves.append(half.add_column("chain_id", [f"{p}#{direction}" for p in dataset["pair_id"]]))
+    return datasets.concatenate_datasets(halves)
+
+
+def nd400_docs(dataset):
+    """Nocaps+Docci400: join the pair list (``mollahsabbir/nd400``) to its sources.
+
+    DOCCI rows come from ``google/docci`` (test split, ``description``), NoCaps
+    rows from ``HuggingFaceM4/NoCaps`` (validation split, first of
+    ``annotations_captions``), as in the authors' release.
+    """
+    import datasets
+
+    from lmms_genbench.sdp_data import join_nd400
+
+    return both_directions(datasets.Dataset.from_list(join_nd400(dataset)))
+
+
+def process_results_smoke(doc, results):
+    record = drift_record(results[0], doc, doc["source"], SMOKE_DRIFT_SCORER)
+    return {name: record for name in _SMOKE}
+
+
+def process_results(doc, results):
+    record = drift_record(results[0], doc, doc["source"], PAPER_DRIFT_SCORER)
+    return {name: record for name in _FULL}
+
+
+def _reader(metric, generations):
+    def aggregate(records):
+        return report_value(records, metric, generations)
+
+    return aggregate
+
+
+def _metric_names(generations, sources):
+    names = [f"mcd_{m}" for m in MAPPINGS] + ["mcd_avg", "n_scored", "n_failed"]
+    for m in MAPPINGS:
+        same_modality = m.split("->")[0] == m.split("->")[1]
+        names += [f"s_{m}@{g}" for g in range(1, generations + 1) if (g % 2 == 0) == same_modality]
+    names += [f"mcd_avg_{s}" for s in sources]
+    return names
+
+
+def _func(metric):
+    return "agg_" + metric.replace("->", "2").replace("@", "_at_").replace("-", "_")
+
+
+SMOKE_GENERATIONS, FULL_GENERATIONS = 4, 20
+_SMOKE = _metric_names(SMOKE_GENERATIONS, ("scikit-image", "scikit-learn", "matplotlib"))
+_FULL = _metric_names(FULL_GENERATIONS, ("nocaps", "docci"))
+for _metric in _SMOKE:
+    globals()["smoke_" + _func(_metric)] = _reader(_metric, SMOKE_GENERATIONS)
+for _metric in _FULL:
+    globals()[_func(_metric)] = _reader(_metric, FULL_GENERATIONS)

