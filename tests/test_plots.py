@@ -1,0 +1,198 @@
+"""`lmms-genbench plot`: drift curves and MGG heatmaps from hand-made results files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from lmms_genbench.cli import main
+from lmms_genbench.plots import (
+    CURVES_FILENAME,
+    HEATMAP_FILENAME,
+    label_from_config,
+    load_results,
+    plot_results,
+)
+
+MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
+TAGS = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
+SECRET = "sk-THISISASECRET123"
+
+
+def _task_results(scale: float, generations: int = 4, mgg: bool = False) -> dict:
+    """A task's results as lmms-eval writes them: "<metric>,none" plus stderr entries."""
+    out: dict = {"alias": "sdp_smoke", "mcd_avg,none": 0.5 * scale, "mcd_avg_stderr,none": "N/A"}
+    for i, m in enumerate(MAPPINGS):
+        same = m.split("->")[0] == m.split("->")[1]
+        for g in range(1, generations + 1):
+            if (g % 2 == 0) == same:
+                out[f"s_{m}@{g},none"] = scale * (0.9 - 0.05 * g - 0.1 * i)
+                out[f"s_{m}@{g}_stderr,none"] = "N/A"
+                # a per-source key must not enter the pooled curve
+                out[f"s_{m}@{g}_docci,none"] = -5.0
+    if mgg:
+        for t, tag in enumerate(TAGS):
+            for g in range(generations + 1):
+                out[f"mgg_{tag}@{g},none"] = scale * max(0.0, 0.95 - 0.1 * g - 0.05 * t)
+    return out
+
+
+def _write(path: Path, task_results: dict, model: str = "cycle", model_args: str = "") -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "results": {"sdp_smoke": task_results},
+                "config": {"model": model, "model_args": model_args},
+            }
+        )
+    )
+    return path
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    a = _write(tmp_path / "a_results.json", _task_results(1.0), "cycle", "preset=smoke")
+    b = _write(
+        tmp_path / "b_results.json",
+        _task_results(0.5, mgg=True),
+        "cycle",
+        f"preset=openai,api_key={SECRET},HF_TOKEN=hf_abc,describer=/models/llava-7b",
+    )
+    return a, b
+
+
+def _check_png(path: Path, min_size: tuple[int, int] = (400, 300)) -> None:
+    assert path.is_file(), path
+    with Image.open(path) as img:
+        assert img.format == "PNG"
+        assert img.size[0] >= min_size[0] and img.size[1] >= min_size[1], img.size
+        pixels = np.asarray(img.convert("RGB"), dtype=np.float64)
+    assert pixels.var() > 0, f"{path} is blank"
+
+
+def test_cli_plots_curves_and_heatmap(two_runs, tmp_path, capsys):
+    a, b = two_runs
+    out = tmp_path / "figs"
+    assert main(["plot", str(a), str(b), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed == [str(out / CURVES_FILENAME), str(out / HEATMAP_FILENAME)]
+    _check_png(out / CURVES_FILENAME, (1000, 700))
+    _check_png(out / HEATMAP_FILENAME)
+
+
+def test_labels_redacted_and_per_run(two_runs, tmp_path):
+    a, b = two_runs
+    report = plot_results([a, b], out_dir=tmp_path / "o")
+    assert report.errors == []
+    assert report.curve_labels == [
+        "cycle (preset=smoke)",
+        "cycle (preset=openai, describer=llava-7b)",
+    ]
+    # only b has mgg keys; a is noted, not an error
+    assert report.heatmap_labels == ["cycle (preset=openai, describer=llava-7b)"]
+    assert any("a_results.json" in n and "MGG" in n for n in report.notes)
+    for label in report.curve_labels + report.heatmap_labels:
+        assert SECRET not in label and "hf_abc" not in label and "api_key" not in label
+
+
+def test_label_from_config_redaction():
+    cfg = {
+        "model": "openai_t2i",
+        "model_args": "model=gpt-image-1,OPENAI_API_KEY=x,auth_token=y,client_secret=z,"
+        "Password=p,base=sk-live-zzz,artifacts=/very/long/path/to/run_artifacts_folder_2026",
+    }
+    label = label_from_config(cfg, fallback="f")
+    assert label == "openai_t2i (model=gpt-image-1, artifacts=run_artifacts_folder_20…)"
+    assert label_from_config({"model_args": {"token": "t", "a": 1}}, fallback="file") == "file (a=1)"
+    assert label_from_config(None, fallback="file") == "file"
+
+
+def test_explicit_labels_and_default_out_dir(two_runs):
+    a, b = two_runs
+    report = plot_results([a, b], labels=["mine", "theirs"])
+    assert report.curve_labels == ["mine", "theirs"]
+    assert report.written == [a.parent / CURVES_FILENAME, a.parent / HEATMAP_FILENAME]
+    assert main(["plot", str(a), str(b), "--label", "only-one"]) == 2  # count mismatch
+    assert main(["plot", str(a), "--label", " "]) == 2
+    assert main(["plot"]) == 2  # argparse usage error, returned not raised
+
+
+def test_same_label_is_made_distinct(tmp_path):
+    a = _write(tmp_path / "a.json", _task_results(1.0), "cycle", "preset=smoke")
+    b = _write(tmp_path / "b.json", _task_results(0.7), "cycle", "preset=smoke")
+    assert plot_results([a, b]).curve_labels == ["cycle (preset=smoke)", "cycle (preset=smoke) #2"]
+
+
+def test_curves_read_pooled_values_only(two_runs):
+    run = load_results(two_runs[0])[0]
+    assert list(run.curves) == list(MAPPINGS)
+    assert list(run.curves["text->text"]) == [2, 4]
+    assert list(run.curves["text->image"]) == [1, 3]
+    assert run.curves["text->text"][2] == pytest.approx(0.8)  # not the -5 per-source key
+    assert run.mgg == {}
+    mgg = load_results(two_runs[1])[0].mgg
+    assert list(mgg) == list(TAGS) and list(mgg["counting"]) == [0, 1, 2, 3, 4]
+
+
+def test_bad_inputs_named_and_others_still_plot(two_runs, tmp_path, capsys):
+    a, _ = two_runs
+    missing = tmp_path / "missing.json"
+    not_json = tmp_path / "notjson.json"
+    not_json.write_text("this is { not json")
+    no_drift = _write(tmp_path / "nodrift.json", {"alias": "x", "acc,none": 0.3})
+    out = tmp_path / "o"
+    code = main(["plot", str(missing), str(a), str(not_json), str(no_drift), "--out", str(out)])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert captured.out.split() == [str(out / CURVES_FILENAME)]
+    err = captured.err
+    assert f"{missing}: no such file" in err
+    assert f"{not_json}: not a JSON file" in err
+    assert f"{no_drift}: no s_<mapping>@<g>" in err
+    assert "MGG heatmap skipped" in err
+    _check_png(out / CURVES_FILENAME)
+
+
+def test_nothing_readable_writes_nothing(tmp_path, capsys):
+    assert main(["plot", str(tmp_path / "nope.json"), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().out == ""
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_subprocess(two_runs, tmp_path):
+    a, b = two_runs
+    out = tmp_path / "sub"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "lmms_genbench.cli", "plot", str(a), str(b), "--out", str(out),
+         "--label", "A", "B"],
+        check=False, capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(out / CURVES_FILENAME), str(out / HEATMAP_FILENAME)]
+    _check_png(out / HEATMAP_FILENAME)
+
+
+def test_no_global_matplotlib_side_effects(two_runs, tmp_path):
+    """Importing loads no matplotlib; plotting neither loads pyplot nor switches the
+    user's backend (the figures draw on their own Agg canvas)."""
+    code = (
+        "import sys, lmms_genbench.plots, lmms_genbench.cli\n"
+        "print('matplotlib' in sys.modules)\n"
+        "import matplotlib\n"
+        f"lmms_genbench.plots.plot_results([{str(two_runs[1])!r}], out_dir={str(tmp_path)!r})\n"
+        "print('matplotlib.pyplot' in sys.modules, matplotlib.get_backend())\n"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "svg"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.stdout.split() == ["False", "False", "svg"], proc.stderr
+    _check_png(tmp_path / HEATMAP_FILENAME)
