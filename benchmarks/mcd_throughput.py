@@ -41,7 +41,8 @@ from contextlib import contextmanager
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # same threads in both arms; a 2-core box shares them
 
-WORDS = (
+# caption-like vocabulary; texts are recombined from it
+_VOCABULARY = (
     "a the of and with in on near behind under beside two three small large old young red blue "
     "green yellow white black brown wooden metal glass stone person man woman child dog cat bird "
     "horse car bus bicycle boat train street road sidewalk building house window door roof wall "
@@ -52,7 +53,8 @@ WORDS = (
     "background foreground left right center top bottom corner edge distance close view scene "
     "shirt jacket hat bag umbrella pole wire tower clock kitchen room floor carpet bed pillow "
     "painted striped round square tall short wide narrow several many some another its their"
-).split()
+)
+WORDS = _VOCABULARY.split()
 
 
 def peak_rss_mb() -> float:
@@ -238,7 +240,12 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-    from lmms_genbench.metrics.mcd import SMOKE_DRIFT_SCORER, DriftScorerConfig, drift_record, score_drift_chains
+    from lmms_genbench.metrics.mcd import (
+        SMOKE_DRIFT_SCORER,
+        DriftScorerConfig,
+        drift_record,
+        score_drift_chains,
+    )
 
     preset = dict(SMOKE_DRIFT_SCORER)
     if args.batch_size is not None:
@@ -283,7 +290,7 @@ def main(argv=None):
           f"[{engine_calls.summary()}]")
     print(f"pairwise: wall {pair_wall:7.2f} s  {n_pairs / pair_wall:7.1f} pairs/s  inside encoders {pair_calls.seconds():6.2f} s  "
           f"[{pair_calls.summary()}]")
-    print(f"MCD: " + "  ".join(f"{m} {report[f'mcd_{m}']:.4f}" for m in curves) + f"  avg {report['mcd_avg']:.4f}")
+    print("MCD: " + "  ".join(f"{m} {report[f'mcd_{m}']:.4f}" for m in curves) + f"  avg {report['mcd_avg']:.4f}")
     print(f"engine vs pairwise: max |diff| over S(g), MCD, MCD_avg = {diff:.2e}")
     if diff > 1e-5:
         raise AssertionError(f"engine and pairwise MCD differ by {diff:.2e} (> 1e-5)")

