@@ -386,20 +386,20 @@ def _check_detections(
     for cls, dets in detections.items():
         if not isinstance(cls, str):
             raise TypeError(f"detections keys must be class names (str), got {cls!r}")
-        if isinstance(dets, (str, bytes)) or not isinstance(dets, Sequence):
-            raise TypeError(
-                f"detections[{cls!r}] must be a list of Detection, got {type(dets).__name__}"
-            )
-        for j, det in enumerate(dets):
-            if not isinstance(det, Detection):
-                raise TypeError(
-                    f"detections[{cls!r}][{j}] must be a Detection, got {type(det).__name__}"
-                )
+        _check_detection_list(dets, f"detections[{cls!r}]")
         # clipping is a no-op for in-picture boxes (Mask2Former's); OWLv2 can reach into its padding
         out[cls] = [
             Detection(_clip_box(d.box, width, height), d.score, d.color) for d in dets
         ]
     return out
+
+
+def _check_detection_list(dets: Any, name: str) -> None:
+    if isinstance(dets, (str, bytes)) or not isinstance(dets, Sequence):
+        raise TypeError(f"{name} must be a list of Detection, got {type(dets).__name__}")
+    for j, det in enumerate(dets):
+        if not isinstance(det, Detection):
+            raise TypeError(f"{name}[{j}] must be a Detection, got {type(det).__name__}")
 
 
 # --------------------------------------------------------------------------- rules
@@ -430,15 +430,7 @@ def select_detections(
     first ``max_objects``, then greedy NMS at ``nms_iou`` (1.0 = off). Ties keep input order."""
     _check_unit("threshold", threshold, low_open=False, high_closed=False)
     GenEvalRules(max_objects=max_objects, nms_iou=nms_iou)  # validates both
-    if isinstance(detections, (str, bytes)) or not isinstance(detections, Sequence):
-        raise TypeError(
-            f"detections must be a list of Detection, got {type(detections).__name__}"
-        )
-    for j, det in enumerate(detections):
-        if not isinstance(det, Detection):
-            raise TypeError(
-                f"detections[{j}] must be a Detection, got {type(det).__name__}"
-            )
+    _check_detection_list(detections, "detections")
     ordered = sorted(detections, key=lambda d: -d.score)
     ordered = [d for d in ordered if d.score > threshold]
     if max_objects is not None:
