@@ -1048,6 +1048,14 @@ DetectorSpec = str | os.PathLike | Detector | Callable[[], Any]
 ColorSpec = str | os.PathLike | ColorClassifier | Callable[[], Any]
 
 
+def _call_loader(loader: Callable[[], Any], protocol: type, what: str, method: str) -> Any:
+    """Call a zero-argument loader and check it returned a ``protocol`` object."""
+    made = loader()
+    if not isinstance(made, protocol):
+        raise TypeError(f"the {what} loader returned {type(made).__name__}, which has no {method}()")
+    return made
+
+
 def build_detector(
     spec: Any = DEFAULT_DETECTOR,
     *,
@@ -1076,12 +1084,7 @@ def build_detector(
     if _is_module(spec):
         return OWLv2Detector(spec, processor, device=device, **options)
     if callable(spec):
-        detector = spec()
-        if not isinstance(detector, Detector):
-            raise TypeError(
-                f"the detector loader returned {type(detector).__name__}, which has no detect()"
-            )
-        return detector
+        return _call_loader(spec, Detector, "detector", "detect")
     raise TypeError(
         "spec must be a model name/path, a loaded Owlv2ForObjectDetection, a detector object or a "
         f"zero-argument loader, got {type(spec).__name__}"
@@ -1141,12 +1144,7 @@ def build_color_classifier(
             templates=templates,
         )
     if callable(spec):
-        clf = spec()
-        if not isinstance(clf, ColorClassifier):
-            raise TypeError(
-                f"the colour classifier loader returned {type(clf).__name__}, which has no classify()"
-            )
-        return clf
+        return _call_loader(spec, ColorClassifier, "colour classifier", "classify")
     raise TypeError(
         "spec must be a CLIP name/path, a loaded CLIPModel, a colour classifier or a zero-argument "
         f"loader, got {type(spec).__name__}"
