@@ -19,7 +19,8 @@ class FakeDescriber:
         self.calls.append(len(images))
         out = []
         for img in images:
-            colour = tuple(int(c) for c in np.asarray(img).reshape(-1, 3).mean(0))
+            # the median ignores the generator's one marker pixel
+            colour = tuple(int(c) for c in np.median(np.asarray(img).reshape(-1, 3), axis=0))
             out.append(self.replies.get(colour, f"a square of colour {colour[0]} {colour[1]} {colour[2]}"))
         return out
 
@@ -27,8 +28,9 @@ class FakeDescriber:
 class FakeGenerator:
     name = "fake-generator"
 
-    def __init__(self, batch_size=4, fail_on=(), interrupt_on_call=None):
+    def __init__(self, batch_size=4, fail_on=(), interrupt_on_call=None, blank_on=()):
         self.batch_size = batch_size
+        self.blank_on = blank_on  # prompts drawn as one flat colour, like a safety filter
         self.calls: list[int] = []
         self.fail_on = fail_on
         self.interrupt_on_call = interrupt_on_call
@@ -44,5 +46,9 @@ class FakeGenerator:
                 continue
             numbers = [int(tok) for tok in prompt.split() if tok.isdigit()][-3:]
             colour = tuple(min(255, n + 10) for n in numbers) if len(numbers) == 3 else (0, 0, 0)
-            out.append(Image.new("RGB", (8, 8), colour))
+            image = Image.new("RGB", (8, 8), colour)
+            if not any(word in prompt for word in self.blank_on):
+                # one contrasting pixel: a real drawing is never a single colour
+                image.putpixel((0, 0), tuple(255 - c for c in colour))
+            out.append(image)
         return out

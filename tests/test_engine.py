@@ -195,6 +195,53 @@ def test_empty_refused_and_generator_failures_are_per_doc(tmp_path):
     assert [h["kind"] for h in outcomes[2].to_dict()["hops"]] == ["image", "text"]
 
 
+def test_blank_drawings_fail_their_chain_and_the_rest_complete(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=2)
+    seeds = [Image.new("RGB", (8, 8), c) for c in [(7, 7, 7), (9, 9, 9)]]
+    generator = FakeGenerator(blank_on=("7 7 7",))
+    outcomes, stats = CycleEngine(FakeDescriber(), generator).run(_jobs(store, spec, seeds))
+    assert outcomes[0].failure.stage == "generate" and "blank image" in outcomes[0].failure.reason
+    assert outcomes[1].ok
+    assert stats.failures == {"generate": 1}
+    # switched off, the flat image is kept as a drawing
+    outcomes, _ = CycleEngine(FakeDescriber(), generator, reject_blank=False).run(
+        _jobs(ArtifactStore(tmp_path / "keep"), spec, seeds)
+    )
+    assert all(o.ok for o in outcomes)
+
+
+def test_text_seeds_empty_or_not_utf8_fail_alone(tmp_path):
+    store = ArtifactStore(tmp_path)
+    spec = ChainSpec.from_request("Describe.", {"generations": 2, "direction": "text_first", "seed_field": "caption"})
+    seeds = {
+        "ok": "a square of colour 1 2 3",
+        "bytes_ok": "a square of colour 4 5 6".encode("utf-8"),
+        "empty": "   ",
+        "latin1_bytes": "caf\xe9".encode("latin-1"),
+        "surrogate": "bad \udcff text",
+        "none": None,
+    }
+    ns = store.namespace("d", "g", spec.protocol_id("test"))
+    jobs = [ChainJob(k, spec, store.chain(ns, k), (lambda s=s: s)) for k, s in seeds.items()]
+    outcomes, stats = CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
+    by_key = {o.key: o for o in outcomes}
+    assert by_key["ok"].ok and by_key["bytes_ok"].ok
+    assert "empty or missing" in by_key["empty"].failure.reason
+    assert "empty or missing" in by_key["none"].failure.reason
+    assert "not valid UTF-8" in by_key["latin1_bytes"].failure.reason
+    assert "not valid UTF-8" in by_key["surrogate"].failure.reason
+    assert stats.failures == {"seed": 4}
+
+
+def test_a_description_that_is_not_utf8_fails_its_chain_only(tmp_path):
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    seeds = [Image.new("RGB", (8, 8), c) for c in [(1, 1, 1), (2, 2, 2)]]
+    describer = FakeDescriber(replies={(1, 1, 1): "broken \udc80 text"})
+    outcomes, _ = CycleEngine(describer, FakeGenerator()).run(_jobs(store, spec, seeds))
+    assert outcomes[0].failure.stage == "describe" and "not valid UTF-8" in outcomes[0].failure.reason
+    assert outcomes[1].ok
+
+
 def test_generator_exception_fails_its_batch_not_the_run(tmp_path):
     class Broken(FakeGenerator):
         def generate(self, prompts, seeds):

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..generators.base import GenerationFailure, Generator, GeneratorConfigError
 from .describer import Describer
-from .images import BadImageError, normalize_image
+from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .protocol import ChainSpec
 from .store import ChainLocation, stable_hash
 
@@ -137,6 +137,8 @@ class CycleEngine:
             (a budgeted or staged run); unfinished chains report ``incomplete``.
         overlap: draw each hop's finished descriptions in a worker thread while
             the describer continues (the hop order per chain is unchanged).
+        reject_blank: fail a chain whose generator returns a one-colour image
+            (safety filters blank their output) instead of describing it.
     """
 
     def __init__(
@@ -146,6 +148,7 @@ class CycleEngine:
         describer_batch: int = 16,
         stop_after_hop: int | None = None,
         overlap: bool = True,
+        reject_blank: bool = True,
     ) -> None:
         if describer_batch < 1:
             raise ValueError(f"describer_batch must be >= 1, got {describer_batch!r}")
@@ -156,6 +159,7 @@ class CycleEngine:
         self.describer_batch = describer_batch
         self.stop_after_hop = stop_after_hop
         self.overlap = overlap
+        self.reject_blank = reject_blank
         self._seeds = _DeferredSeeds(None)  # replaced per run
 
     def run(self, jobs: Sequence[ChainJob]) -> tuple[list[ChainOutcome], RunStats]:
@@ -278,10 +282,15 @@ class CycleEngine:
                     raise BadImageError("the doc has no image")
                 source = source[0]
             return normalize_image(source, outcome.spec.max_seed_side)
+        if isinstance(source, (bytes, bytearray)):
+            try:
+                source = bytes(source).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"the doc's seed text is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
         text = source if isinstance(source, str) else ""
         if not text.strip():
             raise ValueError("the doc's seed text is empty or missing")
-        return text
+        return check_utf8(text, "the doc's seed text")
 
     def _store_seed(self, outcome: ChainOutcome, load_seed, stats: RunStats) -> None:
         try:
@@ -349,6 +358,10 @@ class CycleEngine:
             return text.reason
         if not isinstance(text, str) or not text.strip():
             return "empty description"
+        try:
+            check_utf8(text, "the description")
+        except ValueError as exc:
+            return str(exc)
         pattern = spec.refusal(text)
         if pattern:
             return f"refused description (matched {pattern!r}): {text.strip()[:120]!r}"
@@ -384,6 +397,13 @@ class CycleEngine:
                     o.failure = ChainFailure(hop, "generate", image.reason)
                     continue
                 try:
-                    o.location.write_image(hop, normalize_image(image))
+                    image = normalize_image(image)
                 except BadImageError as exc:
                     o.failure = ChainFailure(hop, "generate", f"generator returned a bad image: {exc}")
+                    continue
+                if self.reject_blank and is_blank(image):
+                    o.failure = ChainFailure(
+                        hop, "generate", "generator returned a blank image (one colour, e.g. a safety filter)"
+                    )
+                    continue
+                o.location.write_image(hop, image)

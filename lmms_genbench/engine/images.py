@@ -101,3 +101,20 @@ def normalize_image(source: Any, max_side: int = DEFAULT_MAX_SIDE) -> Image.Imag
         raise BadImageError(f"image too large to decode safely: {exc}") from exc
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
         raise BadImageError(f"unreadable image: {type(exc).__name__}: {exc}") from exc
+
+
+def is_blank(img: Image.Image) -> bool:
+    """True when every pixel has the same colour: what safety filters and failed
+    decodes return (black, grey or white squares). Scoring one as a real drawing
+    would skew every metric."""
+    return all(low == high for low, high in img.convert("RGB").getextrema())
+
+
+def check_utf8(text: str, what: str) -> str:
+    """``text`` if it can be stored as UTF-8; raises ValueError naming ``what``
+    (lone surrogates come from bytes decoded with ``surrogateescape``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} is not valid UTF-8 text ({exc.reason} at position {exc.start})") from None
+    return text
