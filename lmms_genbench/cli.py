@@ -7,6 +7,8 @@ returning an exit code. Heavy imports happen inside the handlers, so ``--help`` 
 Usage::
 
     lmms-genbench plot RESULTS.json [RESULTS.json ...] [--out DIR] [--label NAME ...]
+    lmms-genbench sdp resample --seed N [--per-source 200] --out pairs.jsonl
+    lmms-genbench sdp fetch-geneval [--out FILE]
 
 Exit codes: 0 success, 2 bad usage or an unreadable input file (the other files are
 still plotted).
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # argparse's own code for bad usage; also used for unreadable inputs
@@ -74,9 +77,66 @@ def _add_plot(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run_plot)
 
 
+def _run_sdp_resample(args: argparse.Namespace) -> int:
+    import json
+
+    from lmms_genbench.engine.store import atomic_write
+    from lmms_genbench.sdp_data import resample_nd400
+
+    rows = resample_nd400(seed=args.seed, per_source=args.per_source)
+    blob = "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+    atomic_write(Path(args.out), lambda fh: fh.write(blob))
+    print(args.out)
+    print(
+        f"lmms-genbench sdp: {len(rows)} pairs; run sdp_nocaps on them with "
+        f"LMMS_GENBENCH_ND400_PAIRS={args.out}",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+def _run_sdp_fetch_geneval(args: argparse.Namespace) -> int:
+    from lmms_genbench.sdp_data import default_geneval_path, fetch_geneval_metadata
+
+    target = fetch_geneval_metadata(args.out or default_geneval_path())
+    print(target)
+    return EXIT_OK
+
+
+def _add_sdp(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("sdp", help="data for the semantic drift tasks (sdp_nocaps, sdp_geneval)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    resample = actions.add_parser(
+        "resample",
+        help="draw another Nocaps+Docci400-style pair list from DOCCI and NoCaps with a seed",
+        description=(
+            "Draw --per-source DOCCI (google/docci, test) and NoCaps (HuggingFaceM4/NoCaps, "
+            "validation) ids without replacement from sorted ids with numpy's default_rng(seed), "
+            "and write them as JSON lines {source, image_id}. sdp_nocaps uses the file when "
+            "LMMS_GENBENCH_ND400_PAIRS points at it."
+        ),
+    )
+    resample.add_argument("--seed", type=int, required=True, help="random seed (integer)")
+    resample.add_argument("--per-source", type=int, default=200, help="pairs drawn from each source (default 200)")
+    resample.add_argument("--out", required=True, metavar="FILE", help="output .jsonl")
+    resample.set_defaults(func=_run_sdp_resample)
+    fetch = actions.add_parser(
+        "fetch-geneval",
+        help="download GenEval's evaluation_metadata.jsonl (MIT) for sdp_geneval",
+        description=(
+            "Download prompts/evaluation_metadata.jsonl of djghosh13/geneval, check its 553 "
+            "entries and tag counts, and write it where sdp_geneval looks by default "
+            "($LMMS_GENBENCH_CACHE or ~/.cache/lmms_genbench, then geneval/)."
+        ),
+    )
+    fetch.add_argument("--out", default=None, metavar="FILE", help="target file (default: sdp_geneval's default path)")
+    fetch.set_defaults(func=_run_sdp_fetch_geneval)
+
+
 #: subcommand name -> function adding its parser (later: "autobench", ...)
 _SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plot": _add_plot,
+    "sdp": _add_sdp,
 }
 
 

@@ -239,3 +239,70 @@ def test_cli_sdp_smoke_scores_both_chains_and_all_mappings(tmp_path):
     assert sorted(c["direction"] for c in chains) == ["image_first"] * 9 + ["text_first"] * 9
     text_first = next(c for c in chains if c["direction"] == "text_first")
     assert [h["kind"] for h in text_first["hops"]] == ["text", "image", "text", "image", "text"]
+
+
+def test_cli_sdp_geneval_smoke_scores_every_drawn_generation_and_plots(tmp_path):
+    out = tmp_path / "out"
+    proc = _lmms_eval(
+        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
+         "--tasks", "sdp_geneval_smoke", "--output_path", str(out)],
+        tmp_path, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = _metrics(_results(out), "sdp_geneval_smoke")
+    assert metrics["n_scored"] == 6 and metrics["n_failed"] == 0 and metrics["n_images"] == 12
+    tags = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
+    for g in (1, 3):  # text-first chains of 4 generations draw at g = 1 and 3
+        assert metrics[f"geneval@{g}"] == pytest.approx(sum(metrics[f"mgg_{t}@{g}"] for t in tags) / 6)
+    assert metrics["mgg"] == pytest.approx((metrics["geneval@1"] + metrics["geneval@3"]) / 2)
+    report = glob.glob(str(tmp_path / "art" / "**" / "mgg_report.json"), recursive=True)
+    assert len(report) == 1 and json.loads(Path(report[0]).read_text())["n_images"] == 12
+    results_file = glob.glob(str(out / "**" / "*_results.json"), recursive=True)[0]
+    plot = subprocess.run(
+        [str(BIN / "lmms-genbench"), "plot", results_file, "--out", str(tmp_path / "fig")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert plot.returncode == 0, plot.stderr
+    with Image.open(tmp_path / "fig" / "sdp_mgg_heatmap.png") as img:
+        assert img.size[0] > 100 and img.size[1] > 100
+
+
+def test_cli_sdp_bad_input_is_counted_per_doc_and_the_run_completes(tmp_path):
+    """Empty and over-long captions and a missing image, through lmms-eval. (Arrow refuses
+    non-UTF-8 text when the dataset loads; the engine's own checks are in test_engine.)"""
+    from lmms_genbench.plugin import TASKS_DIR
+
+    task_dir = tmp_path / "tasks"
+    task_dir.mkdir()
+    long_caption = " ".join(["a very long caption about a red cup on a table"] * 120)
+    rows = [
+        {"pair_id": "skimage/astronaut", "source": "good", "caption": "An astronaut smiles."},
+        {"pair_id": "skimage/coffee", "source": "empty", "caption": ""},
+        {"pair_id": "skimage/camera", "source": "long", "caption": long_caption},
+        {"pair_id": "nowhere/missing", "source": "missing", "caption": "A photo that is not there."},
+    ]
+    (task_dir / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (task_dir / "utils.py").write_text("from lmms_genbench.tasks.sdp.utils import *  # noqa: F401,F403\n")
+    smoke = (Path(TASKS_DIR) / "sdp" / "sdp_smoke.yaml").read_text()
+    smoke = smoke.replace("include: _sdp_base.yaml", f"include: {Path(TASKS_DIR) / 'sdp' / '_sdp_base.yaml'}")
+    smoke = smoke.replace("task: sdp_smoke", "task: sdp_bad_input").replace("sdp_smoke_pairs.jsonl", "pairs.jsonl")
+    (task_dir / "sdp_bad_input.yaml").write_text(smoke)
+    out = tmp_path / "out"
+    proc = _lmms_eval(
+        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
+         "--tasks", "sdp_bad_input", "--include_path", str(task_dir), "--output_path", str(out)],
+        tmp_path, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = _metrics(_results(out), "sdp_bad_input")
+    # 4 pairs x 2 chains; the empty caption fails its text-first chain, the missing image
+    # its image-first chain
+    assert metrics["n_scored"] == 6 and metrics["n_failed"] == 2
+    assert -1.0 <= metrics["mcd_avg"] <= 1.0
+    report = json.loads(Path(glob.glob(str(tmp_path / "art" / "**" / "mcd_report.json"), recursive=True)[0]).read_text())
+    summary, sources = report["summary"], report["sources"]
+    reasons = summary["failure_reasons"]
+    assert sum(reasons.values()) == 2 and all(r.startswith("seed failed at hop 0") for r in reasons)
+    assert sources["empty"]["n_failed"] == 1 and sources["good"]["n_failed"] == 0
+    assert sources["missing"]["n_failed"] == 1 and sources["long"]["n_failed"] == 0
+    assert summary["n_clip_truncated"] >= 1  # the long caption, counted rather than silently cut

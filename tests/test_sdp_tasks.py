@@ -47,3 +47,37 @@ def test_nd400_join_keeps_list_order_and_first_nocaps_caption():
         join_nd400([{"source": "docci", "image_id": "nope"}], load=load)
     with pytest.raises(ValueError, match="source must be 'docci' or 'nocaps'"):
         join_nd400([{"source": "coco", "image_id": 1}], load=load)
+
+
+def test_sdp_resample_command_writes_a_list_sdp_nocaps_reads(tmp_path, monkeypatch, capsys):
+    import datasets
+
+    from lmms_genbench import cli, sdp_data
+
+    ids = {"google/docci": [f"d{i}" for i in range(9)], "HuggingFaceM4/NoCaps": [str(i) for i in range(9)]}
+    monkeypatch.setattr(datasets, "load_dataset", lambda path, split: {"example_id": ids[path], "image_id": ids[path]})
+    out = tmp_path / "pairs.jsonl"
+    assert cli.main(["sdp", "resample", "--seed", "1", "--per-source", "3", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    pairs = sdp_data.load_pair_list(out)
+    assert len(pairs) == 6 and pairs == sdp_data.resample_nd400(1, 3, load=datasets.load_dataset)
+
+    # sdp_nocaps joins that list instead of the hub's nd400 when the variable is set
+    seen = []
+    monkeypatch.setattr(sdp_data, "join_nd400", lambda p: seen.append(list(p)) or [
+        {"pair_id": f"{r['source']}/{r['image_id']}", "source": r["source"], "caption": "c", "image": None} for r in p
+    ])
+    monkeypatch.setenv(utils.PAIRS_ENV, str(out))
+    docs = utils.nd400_docs(datasets.Dataset.from_list([{"source": "docci", "image_id": "hub"}]))
+    assert seen == [pairs] and len(docs) == 12
+
+
+def test_geneval_docs_name_the_missing_file(tmp_path, monkeypatch):
+    monkeypatch.setenv(utils.GENEVAL_ENV, str(tmp_path / "absent.jsonl"))
+    with pytest.raises(FileNotFoundError, match="lmms-genbench sdp fetch-geneval"):
+        utils.geneval_docs(None)
+    smoke = utils.geneval_smoke_docs(None)
+    assert sorted(smoke["tag"]) == sorted(
+        ["single_object", "two_object", "counting", "colors", "position", "color_attr"]
+    )
+    assert utils.doc_to_visual(smoke[0]) == []

@@ -920,7 +920,8 @@ class OWLv2Detector:
         width, height = img.size
         queries = [self.query_template.format_map({"class": c}) for c in names]
         with self._lock, torch.inference_mode():
-            inputs = self.processor(text=[queries], images=img, return_tensors="pt")
+            # OWLv2's text tower has 16 positions: a longer query would not run at all
+            inputs = self.processor(text=[queries], images=img, return_tensors="pt", padding="max_length", truncation=True)
             dtype = next(self.model.parameters()).dtype
             out = self.model(
                 input_ids=inputs["input_ids"].to(self.device),

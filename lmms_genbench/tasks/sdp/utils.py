@@ -5,7 +5,11 @@ chain; the cycle model reads the direction from the doc. Scoring lives in
 ``lmms_genbench.metrics.mcd``.
 """
 
+import os
+
 from lmms_genbench.data import load_package_photo
+from lmms_genbench.metrics import mgg
+from lmms_genbench.metrics.geneval import TAGS
 from lmms_genbench.metrics.mcd import PAPER_DRIFT_SCORER, SMOKE_DRIFT_SCORER, drift_record, report_value
 
 # The paper publishes no I2T prompt (its chains are "captioned"); this default asks
@@ -15,7 +19,15 @@ MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
 DIRECTIONS = ("text_first", "image_first")
 
 
+# run-time inputs (lmms-eval has no task arguments)
+PAIRS_ENV = "LMMS_GENBENCH_ND400_PAIRS"  # a pair list from `lmms-genbench sdp resample`
+GENEVAL_ENV = "LMMS_GENBENCH_GENEVAL_METADATA"  # default: `lmms-genbench sdp fetch-geneval`'s file
+GENEVAL_PROMPTS_ENV = "LMMS_GENBENCH_GENEVAL_PROMPTS"  # optional rewritten prompts (GenEval-R)
+
+
 def doc_to_visual(doc):
+    if doc.get("prompt") is not None:
+        return []  # a GenEval chain starts from its text
     if doc.get("image") is not None:
         return [doc["image"]]
     return [load_package_photo(doc["pair_id"])]
@@ -45,9 +57,36 @@ def nd400_docs(dataset):
     """
     import datasets
 
-    from lmms_genbench.sdp_data import join_nd400
+    from lmms_genbench.sdp_data import join_nd400, load_pair_list
 
-    return both_directions(datasets.Dataset.from_list(join_nd400(dataset)))
+    pairs = load_pair_list(os.environ[PAIRS_ENV]) if os.environ.get(PAIRS_ENV) else dataset
+    return both_directions(datasets.Dataset.from_list(join_nd400(pairs)))
+
+
+def geneval_docs(dataset):
+    """GenEval's prompts from ``$LMMS_GENBENCH_GENEVAL_METADATA`` (default: the file
+    ``lmms-genbench sdp fetch-geneval`` writes), optionally rewritten ones from
+    ``$LMMS_GENBENCH_GENEVAL_PROMPTS``; the placeholder dataset is replaced."""
+    import datasets
+
+    from lmms_genbench.sdp_data import default_geneval_path, load_geneval_docs
+
+    path = os.environ.get(GENEVAL_ENV) or str(default_geneval_path())
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"sdp_geneval needs GenEval's evaluation_metadata.jsonl: run `lmms-genbench sdp fetch-geneval` "
+            f"or set {GENEVAL_ENV} to the file (looked for {path})"
+        )
+    return datasets.Dataset.from_list(load_geneval_docs(path, os.environ.get(GENEVAL_PROMPTS_ENV) or None))
+
+
+def geneval_smoke_docs(dataset):
+    import datasets
+
+    from lmms_genbench.sdp_data import load_geneval_docs
+
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "geneval_smoke.jsonl")
+    return datasets.Dataset.from_list(load_geneval_docs(here, warn_if_not_geneval=False))
 
 
 def process_results_smoke(doc, results):
@@ -58,6 +97,16 @@ def process_results_smoke(doc, results):
 def process_results(doc, results):
     record = drift_record(results[0], doc, doc["source"], PAPER_DRIFT_SCORER)
     return {name: record for name in _FULL}
+
+
+def process_results_geneval(doc, results):
+    record = mgg.mgg_record(results[0], doc, mgg.PAPER_MGG_SCORER)
+    return {name: record for name in _GENEVAL}
+
+
+def process_results_geneval_smoke(doc, results):
+    record = mgg.mgg_record(results[0], doc, mgg.SMOKE_MGG_SCORER)
+    return {name: record for name in _GENEVAL_SMOKE}
 
 
 def _reader(metric, generations):
@@ -80,6 +129,20 @@ def _func(metric):
     return "agg_" + metric.replace("->", "2").replace("@", "_at_").replace("-", "_")
 
 
+def _mgg_reader(metric, generations):
+    def aggregate(records):
+        return mgg.report_value(records, metric, generations)
+
+    return aggregate
+
+
+def _mgg_metric_names(generations):
+    drawn = range(1, generations + 1, 2)  # text-first chains draw at odd generations
+    names = ["mgg"] + [f"geneval@{g}" for g in drawn] + [f"mgg_{t}" for t in TAGS]
+    names += [f"mgg_{t}@{g}" for t in TAGS for g in drawn]
+    return names + ["n_scored", "n_failed", "n_images"]
+
+
 SMOKE_GENERATIONS, FULL_GENERATIONS = 4, 20
 _SMOKE = _metric_names(SMOKE_GENERATIONS, ("scikit-image", "scikit-learn", "matplotlib"))
 _FULL = _metric_names(FULL_GENERATIONS, ("nocaps", "docci"))
@@ -87,3 +150,10 @@ for _metric in _SMOKE:
     globals()["smoke_" + _func(_metric)] = _reader(_metric, SMOKE_GENERATIONS)
 for _metric in _FULL:
     globals()[_func(_metric)] = _reader(_metric, FULL_GENERATIONS)
+
+_GENEVAL = _mgg_metric_names(FULL_GENERATIONS)
+_GENEVAL_SMOKE = _mgg_metric_names(SMOKE_GENERATIONS)
+for _metric in _GENEVAL:
+    globals()["geneval_" + _func(_metric)] = _mgg_reader(_metric, FULL_GENERATIONS)
+for _metric in _GENEVAL_SMOKE:
+    globals()["geneval_smoke_" + _func(_metric)] = _mgg_reader(_metric, SMOKE_GENERATIONS)
