@@ -306,3 +306,22 @@ def test_cli_sdp_bad_input_is_counted_per_doc_and_the_run_completes(tmp_path):
     assert sources["empty"]["n_failed"] == 1 and sources["good"]["n_failed"] == 0
     assert sources["missing"]["n_failed"] == 1 and sources["long"]["n_failed"] == 0
     assert summary["n_clip_truncated"] >= 1  # the long caption, counted rather than silently cut
+
+
+def test_sdp_resume_computes_only_the_missing_generations(tmp_path, monkeypatch):
+    for key, value in _env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    staged, fresh = tmp_path / "staged", tmp_path / "fresh"
+    first = _simple_evaluate(tmp_path, f"preset=smoke,artifacts={staged},stop_after_hop=2", task="sdp_smoke")
+    assert first["n_scored"] == 0 and first["n_failed"] == 18  # 2 of 4 generations: not scored
+
+    resumed = _simple_evaluate(tmp_path, f"preset=smoke,artifacts={staged}", task="sdp_smoke")
+    runs = [json.loads(line) for f in sorted(staged.rglob("runs.jsonl")) for line in f.read_text().splitlines()]
+    second = runs[len(runs) // 2:]  # one run per direction, each time
+    # generations 3 and 4 only: one description and one drawing per chain
+    assert sum(r["describe_items"] for r in second) == 18 and sum(r["generate_items"] for r in second) == 18
+
+    uninterrupted = _simple_evaluate(tmp_path, f"preset=smoke,artifacts={fresh}", task="sdp_smoke")
+    assert resumed["n_scored"] == uninterrupted["n_scored"] == 18
+    for key in ("mcd_avg", "mcd_text->text", "mcd_text->image", "mcd_image->image", "mcd_image->text"):
+        assert resumed[key] == pytest.approx(uninterrupted[key], abs=1e-6)
