@@ -23,8 +23,10 @@ __all__ = [
     "ENV_BATCH",
     "ENV_DEVICE",
     "ReportCache",
+    "cached_report",
     "default_device",
     "failure_reason",
+    "parse_chain",
     "load_rgb",
     "macro_mean",
     "prefetched_blocks",
@@ -109,6 +111,21 @@ def prefetched_blocks(
             yield chunk, [f.result() for f in futures]
 
 
+NOT_A_CHAIN = "response is not a chain (was the cycle model used?)"
+
+
+def parse_chain(response: Any) -> dict[str, Any] | None:
+    """The cycle model's JSON response as a dict; None for anything else (a response
+    from another model type, an error string)."""
+    import json
+
+    try:
+        chain = json.loads(response)
+    except (TypeError, ValueError):
+        return None
+    return chain if isinstance(chain, dict) else None
+
+
 def failure_reason(failure: Mapping[str, Any] | None) -> str | None:
     """``"<stage> failed at hop <hop>: <reason>"`` from a chain's ``failure``; None if none.
 
@@ -149,6 +166,28 @@ class ReportCache:
     def clear(self) -> None:
         with self._lock:
             self._reports.clear()
+
+
+def cached_report(
+    cache: ReportCache,
+    records: Sequence[Mapping[str, Any]],
+    settings: Hashable,
+    score: Callable[[], dict[str, Any]],
+    write: Callable[[Sequence[Mapping[str, Any]], dict[str, Any]], None],
+) -> dict[str, Any]:
+    """The report for ``records`` scored with ``settings``: computed by ``score()`` and
+    saved by ``write(records, report)`` the first time, then read from ``cache``. The key
+    is the records' JSON, so any change to a record (a rerun, a new path) scores again."""
+    import json
+
+    key = (settings, json.dumps(list(records), sort_keys=True, default=str))
+
+    def compute() -> dict[str, Any]:
+        report = score()
+        write(records, report)
+        return report
+
+    return cache.get(key, compute)
 
 
 def write_report_json(target: str | os.PathLike, payload: Any, what: str) -> None:

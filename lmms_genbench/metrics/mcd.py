@@ -31,7 +31,6 @@ disk in blocks and keeps only sufficient statistics (:class:`DriftStats`).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -44,8 +43,11 @@ import numpy as np
 
 from ._common import check_batch_size, check_device
 from ._scoring import (
+    NOT_A_CHAIN,
     ReportCache,
+    cached_report,
     failure_reason,
+    parse_chain,
     prefetched_blocks,
     resolve_device_and_batch,
     unit_rows,
@@ -390,12 +392,9 @@ def drift_record(
         "hops": [],
         "scorer": dict(scorer),
     }
-    try:
-        chain = json.loads(response)
-    except (TypeError, ValueError):
-        chain = None
-    if not isinstance(chain, dict):
-        record["reason"] = "response is not a chain (was the cycle model used?)"
+    chain = parse_chain(response)
+    if chain is None:
+        record["reason"] = NOT_A_CHAIN
         return record
     try:
         record["chain_id"] = str(chain.get("chain_id", chain_id))
@@ -732,25 +731,7 @@ def report_value(
     if not records:
         return math.nan
     config = DriftScorerConfig.resolve(records[0].get("scorer") or PAPER_DRIFT_SCORER)
-    key = (
-        generations,
-        config,
-        tuple(
-            (
-                r.get("direction"),
-                r.get("source"),
-                r.get("chain_id"),
-                r.get("status"),
-                r.get("reason"),
-                tuple(tuple(h) for h in r.get("hops") or ()),
-            )
-            for r in records
-        ),
+    report = cached_report(
+        _CACHE, records, (generations, config), lambda: score_drift_chains(records, config, generations), _write_report
     )
-
-    def compute() -> dict[str, Any]:
-        report = score_drift_chains(records, config, generations)
-        _write_report(records, report)
-        return report
-
-    return _CACHE.get(key, compute).get(metric, math.nan)
+    return report.get(metric, math.nan)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._common import check_batch_size, check_device
-from ._scoring import ReportCache, failure_reason, prefetched_blocks, resolve_device_and_batch, write_report_json
+from ._scoring import NOT_A_CHAIN, ReportCache, cached_report, failure_reason, parse_chain, prefetched_blocks, resolve_device_and_batch, write_report_json
 from .geneval import DEFAULT_COLOR_CLIP, TAGS, GenEvalStats, evaluate_image, validate_metadata
 
 __all__ = [
@@ -129,12 +129,9 @@ def mgg_record(response: str, doc: Mapping[str, Any], scorer: Mapping[str, Any])
     except (TypeError, ValueError) as exc:
         record["reason"] = f"bad GenEval metadata: {exc}"
         return record
-    try:
-        chain = json.loads(response)
-    except (TypeError, ValueError):
-        chain = None
-    if not isinstance(chain, dict):
-        record["reason"] = "response is not a chain (was the cycle model used?)"
+    chain = parse_chain(response)
+    if chain is None:
+        record["reason"] = NOT_A_CHAIN
         return record
     try:
         record["chain_id"] = str(chain.get("chain_id", record["chain_id"]))
@@ -276,24 +273,7 @@ def report_value(records: Sequence[Mapping[str, Any]], metric: str, generations:
     if not records:
         return math.nan
     config = MGGScorerConfig.resolve(records[0].get("scorer") or PAPER_MGG_SCORER)
-    key = (
-        generations,
-        config,
-        tuple(
-            (
-                r.get("chain_id"),
-                r.get("status"),
-                r.get("reason"),
-                json.dumps(r.get("metadata"), sort_keys=True),
-                tuple(tuple(x) for x in r.get("images") or ()),
-            )
-            for r in records
-        ),
+    report = cached_report(
+        _CACHE, records, (generations, config), lambda: score_mgg_chains(records, config, generations), _write_report
     )
-
-    def compute() -> dict[str, Any]:
-        report = score_mgg_chains(records, config, generations)
-        _write_report(records, report)
-        return report
-
-    return _CACHE.get(key, compute).get(metric, math.nan)
+    return report.get(metric, math.nan)
