@@ -1,4 +1,5 @@
-"""Metric building blocks: GC@T aggregation, MCD, Fréchet distance, FID features, encoders.
+"""Metric building blocks: GC@T aggregation, MCD, GenEval and MGG, Fréchet distance, FID
+features, encoders.
 
 Importing this package is cheap: numpy only. torch, transformers, clean-fid and
 sentence-transformers load when an encoder or feature extractor is built.
@@ -22,6 +23,16 @@ from .encoders import (
 )
 from .fid import FrechetStats, frechet_distance
 from .gc import gc_at_t, gc_at_t_rows, gc_fid_at_t, gc_weights, step_weighted_mean
+from .geneval import (
+    Detection,
+    GenEvalResult,
+    GenEvalRules,
+    GenEvalStats,
+    build_color_classifier,
+    build_detector,
+    evaluate_detections,
+    evaluate_image,
+)
 from .inception import (
     FID_IMAGE_SIZE,
     FIDFeatureExtractor,
@@ -42,6 +53,8 @@ from .mcd import (
 # not bound as ``mcd``: that name is the submodule (``import lmms_genbench.metrics.mcd``)
 from .mcd import mcd as mean_cumulative_drift
 from .mcd import report_value as drift_report_value
+from .mgg import MGGScorerConfig, mgg_record, score_mgg_chains
+from .mgg import report_value as mgg_report_value
 from .similarity import cosine_similarity, l2_normalize
 from .tiny_models import TinyCLIP, TinyViT, tiny_clip, tiny_vit
 
@@ -53,16 +66,23 @@ __all__ = [
     "CLIPImageEncoder",
     "CLIPTextEncoder",
     "DINOEncoder",
+    "Detection",
     "DriftScorerConfig",
     "DriftStats",
     "FIDFeatureExtractor",
     "FrechetStats",
+    "GenEvalResult",
+    "GenEvalRules",
+    "GenEvalStats",
     "ImageEncoder",
+    "MGGScorerConfig",
     "SentenceEncoder",
     "TextEncoder",
     "TinyCLIP",
     "TinyViT",
     "ViTCLSEncoder",
+    "build_color_classifier",
+    "build_detector",
     "build_fid_extractor",
     "build_image_encoder",
     "build_text_encoder",
@@ -72,6 +92,8 @@ __all__ = [
     "cosine_similarity",
     "drift_record",
     "drift_report_value",
+    "evaluate_detections",
+    "evaluate_image",
     "fid_helper_model_path",
     "frechet_distance",
     "gc_at_t",
@@ -83,7 +105,10 @@ __all__ = [
     "get_text_encoder",
     "l2_normalize",
     "mean_cumulative_drift",
+    "mgg_record",
+    "mgg_report_value",
     "score_drift_chains",
+    "score_mgg_chains",
     "step_weighted_mean",
     "tiny_clip",
     "tiny_vit",
