@@ -4,10 +4,14 @@ Nocaps+Docci400, the semantic drift paper's 400 image-caption pairs:
 
 The pair list (``mollahsabbir/nd400``, validation split: ``source``,
 ``image_id``) names 200 DOCCI and 200 NoCaps images. The images and captions
-come from their own datasets: DOCCI's ``description`` (``google/docci``, test
-split) and NoCaps' first ``annotations_captions`` (``HuggingFaceM4/NoCaps``,
-validation split). The id columns of those two datasets are arguments,
-because this join has not been run against the hub from here.
+come from their own datasets: DOCCI's ``description`` (test split) and NoCaps'
+first ``annotations_captions`` (validation split), as the authors' release.
+The original repositories (``google/docci``, ``HuggingFaceM4/NoCaps``) are
+loading scripts, which ``datasets`` 4 and later refuse to run, so each source
+is a list of Parquet copies tried in order: the hub's own Parquet export of the
+original first, then a Parquet mirror with the same columns (``lmms-lab/NoCaps``,
+which lmms-eval's nocaps task loads; ``not-lain/docci``). None of them was
+loaded from here (no hub access); the column names come from their dataset cards.
 :func:`resample_nd400` draws another such list with a seed.
 
 GenEval (djghosh13/geneval, MIT): ``prompts/evaluation_metadata.jsonl``, 553 entries
@@ -27,8 +31,33 @@ from typing import Any, Callable, Iterable, Mapping
 
 logger = logging.getLogger(__name__)
 
-DOCCI = {"path": "google/docci", "split": "test", "id": "example_id", "caption": "description"}
-NOCAPS = {"path": "HuggingFaceM4/NoCaps", "split": "validation", "id": "image_id", "caption": "annotations_captions"}
+DOCCI = {
+    "sources": [("google/docci", "refs/convert/parquet"), ("not-lain/docci", None)],
+    "split": "test", "id": "example_id", "caption": "description",
+}
+NOCAPS = {
+    "sources": [("HuggingFaceM4/NoCaps", "refs/convert/parquet"), ("lmms-lab/NoCaps", None)],
+    "split": "validation", "id": "image_id", "caption": "annotations_captions",
+}
+
+
+def _load_source(load: Callable[..., Any], spec: Mapping[str, Any]) -> Any:
+    """The first of ``spec["sources"]`` (``(path, revision)``) that loads; raises
+    RuntimeError listing every attempt when none does."""
+    errors = []
+    for path, revision in spec["sources"]:
+        kwargs = {"split": spec["split"]}
+        if revision:
+            kwargs["revision"] = revision
+        try:
+            table = load(path, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - any failure moves on to the next copy
+            errors.append(f"{path}@{revision or 'main'}: {type(exc).__name__}: {exc}")
+            continue
+        if errors:
+            logger.warning("loaded %s after: %s", path, "; ".join(errors))
+        return table
+    raise RuntimeError("no copy of the dataset could be loaded: " + " | ".join(errors))
 
 
 def _caption(value: Any) -> str:
@@ -71,7 +100,7 @@ def join_nd400(
     for name, spec in sources.items():
         if not wanted[name]:
             continue
-        table = load(spec["path"], split=spec["split"])
+        table = _load_source(load, spec)
         ids = [str(i) for i in table[spec["id"]]]
         keep = [i for i, ident in enumerate(ids) if ident in wanted[name]]
         for row in table.select(keep):
@@ -134,10 +163,10 @@ def resample_nd400(
     rng = np.random.default_rng(seed)
     rows: list[dict[str, str]] = []
     for name, spec in (("docci", docci), ("nocaps", nocaps)):
-        table = load(spec["path"], split=spec["split"])
+        table = _load_source(load, spec)
         ids = sorted({str(i) for i in table[spec["id"]]})
         if len(ids) < per_source:
-            raise ValueError(f"{spec['path']} has {len(ids)} distinct ids, fewer than per_source={per_source}")
+            raise ValueError(f"{name} has {len(ids)} distinct ids, fewer than per_source={per_source}")
         picked = rng.choice(len(ids), size=per_source, replace=False)
         rows += [{"source": name, "image_id": ids[i]} for i in picked]
     return rows

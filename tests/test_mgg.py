@@ -179,7 +179,7 @@ class _Table:
 def test_resample_nd400_is_seeded_and_order_independent(tmp_path):
     tables = {"google/docci": [f"d{i}" for i in range(50)], "HuggingFaceM4/NoCaps": list(range(40))}
 
-    def load(path, split):
+    def load(path, split, revision=None):
         return _Table(tables[path])
 
     first = sdp_data.resample_nd400(seed=3, per_source=5, load=load)

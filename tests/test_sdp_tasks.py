@@ -40,7 +40,7 @@ def test_nd400_join_keeps_list_order_and_first_nocaps_caption():
                                 {"example_id": "d2", "description": "unused", "image": img}]),
         "HuggingFaceM4/NoCaps": _Table([{"image_id": 7, "annotations_captions": ["first", "second"], "image": img}]),
     }
-    load = lambda path, split: tables[path]  # noqa: E731
+    load = lambda path, split, revision=None: tables[path]  # noqa: E731
     rows = join_nd400([{"source": "nocaps", "image_id": 7}, {"source": "docci", "image_id": "d1"}], load=load)
     assert [(r["pair_id"], r["caption"]) for r in rows] == [("nocaps/7", "first"), ("docci/d1", "a long docci caption")]
     with pytest.raises(ValueError, match="1 nd400 pairs were not found"):
@@ -49,13 +49,35 @@ def test_nd400_join_keeps_list_order_and_first_nocaps_caption():
         join_nd400([{"source": "coco", "image_id": 1}], load=load)
 
 
+def test_script_datasets_fall_back_to_a_parquet_copy_and_say_why(caplog):
+    img = Image.new("RGB", (2, 2))
+    calls = []
+
+    def load(path, split, revision=None):
+        calls.append((path, revision))
+        if path == "google/docci":
+            raise RuntimeError("Dataset scripts are no longer supported, but found docci.py")
+        return _Table([{"example_id": "d1", "description": "from the mirror", "image": img}])
+
+    rows = join_nd400([{"source": "docci", "image_id": "d1"}], load=load)
+    assert rows[0]["caption"] == "from the mirror"
+    assert calls == [("google/docci", "refs/convert/parquet"), ("not-lain/docci", None)]
+    assert "scripts are no longer supported" in caplog.text
+
+    def offline(path, split, revision=None):
+        raise ConnectionError(f"no hub for {path}")
+
+    with pytest.raises(RuntimeError, match="google/docci@refs/convert/parquet.*not-lain/docci@main"):
+        join_nd400([{"source": "docci", "image_id": "d1"}], load=offline)
+
+
 def test_sdp_resample_command_writes_a_list_sdp_nocaps_reads(tmp_path, monkeypatch, capsys):
     import datasets
 
     from lmms_genbench import cli, sdp_data
 
     ids = {"google/docci": [f"d{i}" for i in range(9)], "HuggingFaceM4/NoCaps": [str(i) for i in range(9)]}
-    monkeypatch.setattr(datasets, "load_dataset", lambda path, split: {"example_id": ids[path], "image_id": ids[path]})
+    monkeypatch.setattr(datasets, "load_dataset", lambda path, split, revision=None: {"example_id": ids[path], "image_id": ids[path]})
     out = tmp_path / "pairs.jsonl"
     assert cli.main(["sdp", "resample", "--seed", "1", "--per-source", "3", "--out", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out)
