@@ -587,6 +587,9 @@ def test_tiny_owlv2_detector_end_to_end(tiny_detector, image):
         iou = tv_iou(boxes, boxes) - torch.eye(len(dets), dtype=torch.float64)
         assert float(iou.max()) <= 0.5 + 1e-6  # NMS at 0.5
     assert tiny_detector.detect(image, ["cat", "dog"]) == out  # deterministic
+    # class names of different lengths (a batch of uneven queries once failed to tensorise)
+    uneven = tiny_detector.detect(image, ["cat", "traffic light", "a very long class name indeed"])
+    assert set(uneven) == {"cat", "traffic light", "a very long class name indeed"}
 
 
 def test_owlv2_postprocessing_by_hand():
@@ -613,8 +616,10 @@ def test_owlv2_postprocessing_by_hand():
             logits = torch.tensor([[[2.0, -9.0], [1.0, -9.0], [0.0, 3.0], [5.0, 5.0]]])
             return types.SimpleNamespace(logits=logits, pred_boxes=boxes)
 
-    def processor(text, images, return_tensors):
+    def processor(text, images, return_tensors, **kwargs):
         assert text == [["a photo of a cat", "a photo of a dog"]]
+        # queries of different lengths pad to OWLv2's 16 positions and never exceed them
+        assert kwargs == {"padding": "max_length", "truncation": True}
         z = torch.zeros((2, 4), dtype=torch.long)  # what the stub ignores
         return {
             "input_ids": z,

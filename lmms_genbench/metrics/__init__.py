@@ -28,11 +28,9 @@ from .geneval import (
     GenEvalResult,
     GenEvalRules,
     GenEvalStats,
-    build_color_classifier,
-    build_detector,
     evaluate_detections,
-    evaluate_image,
 )
+from .geneval_networks import build_color_classifier, build_detector, evaluate_image
 from .inception import (
     FID_IMAGE_SIZE,
     FIDFeatureExtractor,

@@ -26,7 +26,8 @@ from typing import Any
 
 from ._common import check_batch_size, check_device
 from ._scoring import NOT_A_CHAIN, ReportCache, cached_report, failure_reason, parse_chain, prefetched_blocks, resolve_device_and_batch, write_report_json
-from .geneval import DEFAULT_COLOR_CLIP, TAGS, GenEvalStats, evaluate_image, validate_metadata
+from .geneval import DEFAULT_COLOR_CLIP, TAGS, GenEvalStats, validate_metadata
+from .geneval_networks import evaluate_image
 
 __all__ = [
     "ENV_COLOR_CLIP",
@@ -190,7 +191,7 @@ def score_mgg_chains(
     accuracy averaged over generations), ``n_scored``, ``n_failed``, ``n_images``,
     ``failure_reasons``, ``generations``, ``scored_generations``.
     """
-    from .geneval import get_color_classifier, get_detector
+    from .geneval_networks import get_color_classifier, get_detector
 
     if not isinstance(config, MGGScorerConfig):
         raise TypeError(f"config must be an MGGScorerConfig, got {type(config).__name__}")

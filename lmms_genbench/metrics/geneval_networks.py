@@ -1,0 +1,534 @@
+"""The networks behind GenEval's checks: an OWLv2 detector and a CLIP colour classifier,
+injectable as a name, a loaded model, an adapter object or a loader, plus
+:func:`evaluate_image` (detect, then judge by :mod:`lmms_genbench.metrics.geneval`'s rules).
+
+Why OWLv2 and CLIP rather than GenEval's Mask2Former: see the rules module's docstring.
+Importing this module imports neither torch nor transformers; building a network does.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ._common import ModelCache, check_device, to_rgb_images
+from .geneval import (
+    COLOR_TEMPLATES,
+    COLORS,
+    DEFAULT_COLOR_CLIP,
+    DEFAULT_DETECTOR,
+    DETECTOR_QUERY,
+    Box,
+    Detection,
+    GenEvalResult,
+    GenEvalRules,
+    _check_unit,
+    evaluate_detections,
+    validate_metadata,
+)
+
+__all__ = ['CLIPColorClassifier', 'ColorClassifier', 'Detector', 'OWLv2Detector', 'build_color_classifier', 'build_detector', 'clear_geneval_cache', 'evaluate_image', 'get_color_classifier', 'get_detector', 'tiny_owlv2']
+
+
+@runtime_checkable
+class Detector(Protocol):
+    def detect(self, image: Any, classes: Sequence[str]) -> dict[str, list[Detection]]:
+        """Raw detections (boxes in pixels of ``image``) for each of ``classes``."""
+
+
+@runtime_checkable
+class ColorClassifier(Protocol):
+    def classify(self, image: Any, boxes: Sequence[Box], classname: str) -> list[str]:
+        """One of :data:`COLORS` for the crop of each box."""
+
+
+def _is_module(obj: Any) -> bool:
+    # a torch module without importing torch: a loaded network, not a loader
+    return hasattr(obj, "parameters") and hasattr(obj, "forward")
+
+
+def _check_template(name: str, template: Any, keys: tuple[str, ...]) -> str:
+    try:
+        ok = isinstance(template, str) and bool(
+            template.format_map({k: "x" for k in keys})
+        )
+    except (KeyError, ValueError, IndexError):
+        ok = False
+    if not ok:
+        fields = ", ".join("{" + k + "}" for k in keys)
+        raise ValueError(
+            f"{name} must be a str.format template using only {fields}, got {template!r}"
+        )
+    return template
+
+
+def tiny_owlv2(seed: int = 0) -> tuple[Any, Any]:
+    """A 2-layer random-weight OWLv2 (32 x 32 images, patch 8: 16 boxes) and its processor.
+
+    Built from configs (nothing downloaded), for tests and smoke runs; its boxes mean nothing.
+    """
+    from transformers import (
+        CLIPTokenizer,
+        Owlv2Config,
+        Owlv2ForObjectDetection,
+        Owlv2Processor,
+    )
+
+    from .tiny_models import (
+        _byte_level_vocab,
+        _check_seed,
+        _pil_processor_class,
+        _seeded,
+    )
+
+    seed = _check_seed(seed)
+    tokenizer = CLIPTokenizer(vocab=_byte_level_vocab(), merges=[], model_max_length=16)
+    layers = {"intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2}
+    config = Owlv2Config(
+        text_config={
+            "vocab_size": len(tokenizer),
+            "hidden_size": 32,
+            "max_position_embeddings": 16,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "pad_token_id": tokenizer.pad_token_id,
+            **layers,
+        },
+        vision_config={"hidden_size": 32, "image_size": 32, "patch_size": 8, **layers},
+        projection_dim=32,  # OWLv2's class head needs projection_dim == text hidden size
+    )
+    model = _seeded(seed, lambda: Owlv2ForObjectDetection(config)).eval()
+    image_processor = _pil_processor_class("Owlv2ImageProcessor")(
+        size={"height": 32, "width": 32}
+    )
+    return model, Owlv2Processor(image_processor=image_processor, tokenizer=tokenizer)
+
+
+class OWLv2Detector:
+    """Open-vocabulary detector through transformers' ``Owlv2ForObjectDetection``.
+
+    Each class is queried with ``query_template`` (default "a photo of a {class}"); its score
+    per predicted box is the sigmoid of that query's logit. Boxes (relative to OWLv2's square,
+    bottom/right-padded input) are scaled to pixels and clipped to the picture (boxes wholly in
+    the padding are dropped), filtered at ``score_floor`` and de-duplicated per class by NMS at ``nms_iou`` (torchvision), then
+    returned most confident first.
+
+    ``score_floor`` only trims the output: greedy NMS never lets a lower score suppress a
+    higher one, so any rule threshold >= ``score_floor`` sees the same boxes.
+
+    Args:
+        model: hub name or local path, or a loaded ``Owlv2ForObjectDetection``.
+        processor: its ``Owlv2Processor``; None loads it from ``model`` when that is a name.
+        query_template: text query per class, with ``{class}``.
+        nms_iou: IoU above which a less confident box of the same class is dropped, in (0, 1].
+        score_floor: drop boxes scoring at or below this, in [0, 1).
+        device: torch device string.
+    """
+
+    def __init__(
+        self,
+        model: Any = DEFAULT_DETECTOR,
+        processor: Any = None,
+        *,
+        query_template: str = DETECTOR_QUERY,
+        nms_iou: float = 0.5,
+        score_floor: float = 0.1,
+        device: str = "cpu",
+    ) -> None:
+        self.query_template = _check_template(
+            "query_template", query_template, ("class",)
+        )
+        self.nms_iou = _check_unit("nms_iou", nms_iou, low_open=True, high_closed=True)
+        self.score_floor = _check_unit(
+            "score_floor", score_floor, low_open=False, high_closed=False
+        )
+        self.device = check_device(device)
+        if isinstance(model, (str, os.PathLike)):
+            if not str(model):
+                raise ValueError("model must be a non-empty model name or path")
+            from transformers import Owlv2ForObjectDetection, Owlv2Processor
+
+            self.name = str(model)
+            processor = (
+                Owlv2Processor.from_pretrained(self.name)
+                if processor is None
+                else processor
+            )
+            model = Owlv2ForObjectDetection.from_pretrained(self.name)
+        elif _is_module(model):
+            if processor is None:
+                raise ValueError(
+                    "processor is required when model is a loaded instance (pass its Owlv2Processor)"
+                )
+            self.name = type(model).__name__
+        else:
+            raise TypeError(
+                f"model must be a name/path or a loaded Owlv2ForObjectDetection, got {type(model).__name__}"
+            )
+        if not callable(processor):
+            raise TypeError(
+                f"processor must be an Owlv2Processor, got {type(processor).__name__}"
+            )
+        self.processor = processor
+        self.model = model.to(self.device).eval()
+        self._lock = threading.Lock()
+
+    def detect(self, image: Any, classes: Sequence[str]) -> dict[str, list[Detection]]:
+        """Detections of each class in ``image`` (a PIL image or a path), most confident first."""
+        import torch
+        from torchvision.ops import nms
+
+        if (
+            isinstance(classes, (str, bytes))
+            or not isinstance(classes, Sequence)
+            or not classes
+        ):
+            raise ValueError(
+                f"classes must be a non-empty list of class names, got {classes!r}"
+            )
+        for i, c in enumerate(classes):
+            if not isinstance(c, str) or not c.strip():
+                raise ValueError(f"classes[{i}] must be a non-empty string, got {c!r}")
+        names = list(dict.fromkeys(classes))
+        (img,) = to_rgb_images([image], "image")
+        width, height = img.size
+        queries = [self.query_template.format_map({"class": c}) for c in names]
+        with self._lock, torch.inference_mode():
+            # OWLv2's text tower has 16 positions: a longer query would not run at all
+            inputs = self.processor(text=[queries], images=img, return_tensors="pt", padding="max_length", truncation=True)
+            dtype = next(self.model.parameters()).dtype
+            out = self.model(
+                input_ids=inputs["input_ids"].to(self.device),
+                attention_mask=inputs["attention_mask"].to(self.device),
+                pixel_values=inputs["pixel_values"].to(self.device, dtype),
+            )
+            logits = (
+                out.logits[0].double().cpu()
+            )  # (boxes, queries); float64 for exact pixel arithmetic
+            cx, cy, w, h = out.pred_boxes[0].double().cpu().unbind(-1)
+        side = float(max(width, height))  # OWLv2 pads to a square at the bottom/right
+        boxes = (
+            torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], dim=-1) * side
+        )
+        boxes[:, 0::2] = boxes[:, 0::2].clamp(0, width)
+        boxes[:, 1::2] = boxes[:, 1::2].clamp(0, height)
+        # a box with no area left lies wholly in the padding: nothing of the picture to detect
+        inside = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+        result: dict[str, list[Detection]] = {}
+        for q, cls in enumerate(names):
+            scores = torch.sigmoid(logits[:, q])
+            idx = torch.nonzero((scores > self.score_floor) & inside).flatten()
+            if self.nms_iou < 1.0 and len(idx):
+                idx = idx[nms(boxes[idx], scores[idx], self.nms_iou)]
+            idx = idx[torch.argsort(scores[idx], descending=True, stable=True)]
+            result[cls] = [
+                Detection(tuple(boxes[i].tolist()), float(scores[i]))
+                for i in idx.tolist()
+            ]
+        return result
+
+
+class CLIPColorClassifier:
+    """GenEval's colour classifier: CLIP zero-shot over :data:`COLORS` on each box crop.
+
+    A colour's text embedding is the L2-normalised mean of its L2-normalised template
+    embeddings (one set per class name, cached); the crop's predicted colour is the
+    colour of highest cosine similarity. Uses the package's CLIP encoders.
+
+    Args:
+        image_encoder: a :class:`~lmms_genbench.metrics.encoders.CLIPImageEncoder` (or any
+            object whose ``encode(images)`` returns N x D embeddings).
+        text_encoder: the matching :class:`~lmms_genbench.metrics.encoders.CLIPTextEncoder`.
+        templates: prompts with ``{color}`` and ``{class}`` (default GenEval's three).
+    """
+
+    def __init__(
+        self,
+        image_encoder: Any,
+        text_encoder: Any,
+        *,
+        templates: Sequence[str] = COLOR_TEMPLATES,
+    ) -> None:
+        for name, enc in (
+            ("image_encoder", image_encoder),
+            ("text_encoder", text_encoder),
+        ):
+            if isinstance(enc, (str, bytes, os.PathLike)) or not callable(
+                getattr(enc, "encode", None)
+            ):
+                raise TypeError(
+                    f"{name} must be an encoder with encode(), got {type(enc).__name__}"
+                )
+        if (
+            isinstance(templates, str)
+            or not isinstance(templates, Sequence)
+            or not templates
+        ):
+            raise ValueError(
+                f"templates must be a non-empty list of strings, got {templates!r}"
+            )
+        self.templates = tuple(
+            _check_template(f"templates[{i}]", t, ("color", "class"))
+            for i, t in enumerate(templates)
+        )
+        self.image_encoder = image_encoder
+        self.text_encoder = text_encoder
+        self._classifiers: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _classifier(self, classname: str) -> Any:
+        with self._lock:
+            if classname not in self._classifiers:
+                texts = [
+                    t.format_map({"color": c, "class": classname})
+                    for c in COLORS
+                    for t in self.templates
+                ]
+                emb = (
+                    self.text_encoder.encode(texts)
+                    .float()
+                    .reshape(len(COLORS), len(self.templates), -1)
+                )
+                emb = emb / emb.norm(dim=-1, keepdim=True)
+                mean = emb.mean(dim=1)
+                self._classifiers[classname] = mean / mean.norm(dim=-1, keepdim=True)
+            return self._classifiers[classname]
+
+    def classify(
+        self, image: Any, boxes: Sequence[Sequence[float]], classname: str
+    ) -> list[str]:
+        """The colour of each box's crop of ``image`` (PIL image or path)."""
+        if not isinstance(classname, str) or not classname.strip():
+            raise ValueError(f"classname must be a non-empty string, got {classname!r}")
+        if isinstance(boxes, (str, bytes)) or not isinstance(boxes, Sequence):
+            raise TypeError(
+                f"boxes must be a list of (x1, y1, x2, y2), got {type(boxes).__name__}"
+            )
+        if not boxes:
+            return []
+        (img,) = to_rgb_images([image], "image")
+        crops = []
+        for box in boxes:
+            x1, y1, x2, y2 = Detection(tuple(box), 0.0).box
+            # at least one pixel, so a degenerate box still gives an image to encode
+            crops.append(img.crop((x1, y1, max(x2, x1 + 1), max(y2, y1 + 1))))
+        feats = self.image_encoder.encode(crops).float()
+        feats = feats / feats.norm(dim=-1, keepdim=True)
+        best = (feats @ self._classifier(classname).T).argmax(dim=-1)
+        return [COLORS[i] for i in best.tolist()]
+
+
+# --------------------------------------------------------------------------- factories
+DetectorSpec = str | os.PathLike | Detector | Callable[[], Any]
+ColorSpec = str | os.PathLike | ColorClassifier | Callable[[], Any]
+
+
+def _call_loader(loader: Callable[[], Any], protocol: type, what: str, method: str) -> Any:
+    """Call a zero-argument loader and check it returned a ``protocol`` object."""
+    made = loader()
+    if not isinstance(made, protocol):
+        raise TypeError(f"the {what} loader returned {type(made).__name__}, which has no {method}()")
+    return made
+
+
+def build_detector(
+    spec: Any = DEFAULT_DETECTOR,
+    *,
+    processor: Any = None,
+    device: str = "cpu",
+    **options: Any,
+) -> Any:
+    """A detector with ``detect(image, classes)``.
+
+    Args:
+        spec: ``"tiny-owlv2"`` (random weights, tests); a hub name or path of an OWLv2
+            checkpoint; a loaded ``Owlv2ForObjectDetection`` (with ``processor``); an object
+            with ``detect`` (returned unchanged); or a zero-argument loader returning one.
+        processor: the ``Owlv2Processor`` of a loaded model.
+        device: torch device string.
+        options: :class:`OWLv2Detector` keywords (``nms_iou``, ``score_floor``, ``query_template``).
+    """
+    if isinstance(spec, (str, os.PathLike)):
+        if os.fspath(spec) == "tiny-owlv2":
+            model, processor = tiny_owlv2(seed=0)
+        else:
+            model = spec
+        return OWLv2Detector(model, processor, device=device, **options)
+    if isinstance(spec, Detector):
+        return spec
+    if _is_module(spec):
+        return OWLv2Detector(spec, processor, device=device, **options)
+    if callable(spec):
+        return _call_loader(spec, Detector, "detector", "detect")
+    raise TypeError(
+        "spec must be a model name/path, a loaded Owlv2ForObjectDetection, a detector object or a "
+        f"zero-argument loader, got {type(spec).__name__}"
+    )
+
+
+def build_color_classifier(
+    spec: Any = DEFAULT_COLOR_CLIP,
+    *,
+    image_processor: Any = None,
+    tokenizer: Any = None,
+    device: str = "cpu",
+    batch_size: int = 32,
+    templates: Sequence[str] = COLOR_TEMPLATES,
+) -> Any:
+    """A colour classifier with ``classify(image, boxes, classname)``.
+
+    Args:
+        spec: ``"tiny-clip"`` (random weights, tests); a CLIP hub name or path (loaded through
+            the package's cached CLIP encoders); a loaded ``CLIPModel`` (with
+            ``image_processor`` and ``tokenizer``); an object with ``classify`` (returned
+            unchanged); or a zero-argument loader returning one.
+        image_processor, tokenizer: those of a loaded ``CLIPModel``.
+        device: torch device string.
+        batch_size: crops / prompts per forward pass.
+        templates: colour prompts with ``{color}`` and ``{class}``.
+    """
+    from .encoders import (
+        CLIPImageEncoder,
+        CLIPTextEncoder,
+        get_image_encoder,
+        get_text_encoder,
+    )
+
+    if isinstance(spec, (str, os.PathLike)):
+        text = os.fspath(spec)
+        if not text:
+            raise ValueError("spec must be a non-empty model name or path")
+        key = text if text == "tiny-clip" else f"clip:{text}"
+        return CLIPColorClassifier(
+            get_image_encoder(key, device=device, batch_size=batch_size),
+            get_text_encoder(key, device=device, batch_size=batch_size),
+            templates=templates,
+        )
+    if isinstance(spec, ColorClassifier):
+        return spec
+    if _is_module(spec):
+        if image_processor is None or tokenizer is None:
+            raise ValueError(
+                "image_processor and tokenizer are required when spec is a loaded CLIPModel"
+            )
+        return CLIPColorClassifier(
+            CLIPImageEncoder(
+                spec, image_processor, device=device, batch_size=batch_size
+            ),
+            CLIPTextEncoder(spec, tokenizer, device=device, batch_size=batch_size),
+            templates=templates,
+        )
+    if callable(spec):
+        return _call_loader(spec, ColorClassifier, "colour classifier", "classify")
+    raise TypeError(
+        "spec must be a CLIP name/path, a loaded CLIPModel, a colour classifier or a zero-argument "
+        f"loader, got {type(spec).__name__}"
+    )
+
+
+_CACHE = ModelCache()
+
+
+def get_detector(
+    spec: Any = DEFAULT_DETECTOR,
+    *,
+    device: str = "cpu",
+    nms_iou: float = 0.5,
+    score_floor: float = 0.1,
+) -> Any:
+    """:func:`build_detector` for a name, loaded once per process per settings (thread-safe);
+    objects and loaders go straight to :func:`build_detector`."""
+    if not isinstance(spec, (str, os.PathLike)):
+        return build_detector(
+            spec, device=device, nms_iou=nms_iou, score_floor=score_floor
+        )
+    device = check_device(device)
+    key = ("detector", os.fspath(spec), device, nms_iou, score_floor)
+    return _CACHE.get(
+        key,
+        lambda: build_detector(
+            spec, device=device, nms_iou=nms_iou, score_floor=score_floor
+        ),
+    )
+
+
+def get_color_classifier(
+    spec: Any = DEFAULT_COLOR_CLIP, *, device: str = "cpu", batch_size: int = 32
+) -> Any:
+    """:func:`build_color_classifier` for a name, built once per process (thread-safe)."""
+    if not isinstance(spec, (str, os.PathLike)):
+        return build_color_classifier(spec, device=device, batch_size=batch_size)
+    device = check_device(device)
+    key = ("color", os.fspath(spec), device, batch_size)
+    return _CACHE.get(
+        key, lambda: build_color_classifier(spec, device=device, batch_size=batch_size)
+    )
+
+
+def clear_geneval_cache() -> None:
+    """Forget cached detectors and colour classifiers."""
+    _CACHE.clear()
+
+
+# --------------------------------------------------------------------------- one image end to end
+def _open_image(image: Any) -> Any:
+    from PIL import Image, ImageOps
+
+    if isinstance(image, (str, os.PathLike)):
+        with Image.open(image) as im:
+            # GenEval reads the file honouring its EXIF orientation
+            return ImageOps.exif_transpose(im).convert("RGB")
+    if isinstance(image, Image.Image):
+        return image.convert("RGB")
+    raise TypeError(
+        f"image must be a PIL.Image.Image or a path, got {type(image).__name__}"
+    )
+
+
+def evaluate_image(
+    image: Any,
+    metadata: Mapping[str, Any],
+    *,
+    detector: Any,
+    color_classifier: Any = None,
+    rules: GenEvalRules | None = None,
+) -> GenEvalResult:
+    """Detect the classes ``metadata`` names in ``image`` and judge it by GenEval's rules.
+
+    Args:
+        image: PIL image or path.
+        metadata: one GenEval entry.
+        detector: an object with ``detect(image, classes)`` (see :func:`build_detector`).
+        color_classifier: an object with ``classify(image, boxes, classname)``; required when
+            an include asks for a colour.
+        rules: settings; None = GenEval's defaults.
+    """
+    meta = validate_metadata(metadata)
+    if not isinstance(detector, Detector):
+        raise TypeError(
+            f"detector must have detect(image, classes), got {type(detector).__name__}"
+        )
+    needs_color = any("color" in req for req in meta["include"])
+    if needs_color and not isinstance(color_classifier, ColorClassifier):
+        raise ValueError(
+            "metadata asks for a colour: color_classifier must have classify(image, boxes, classname), "
+            f"got {type(color_classifier).__name__}"
+        )
+    img = _open_image(image)
+    classes = list(
+        dict.fromkeys(
+            [r["class"] for r in meta["include"]]
+            + [r["class"] for r in meta["exclude"]]
+        )
+    )
+    detections = detector.detect(img, classes)
+    color_fn = (
+        (lambda cls, boxes: color_classifier.classify(img, boxes, cls))
+        if needs_color
+        else None
+    )
+    return evaluate_detections(
+        meta, detections, image_size=img.size, rules=rules, color_fn=color_fn
+    )
