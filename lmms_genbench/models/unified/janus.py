@@ -12,6 +12,7 @@ into pixels. ``torch`` and ``transformers`` are imported when the model is built
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -98,9 +99,11 @@ class JanusUnified:
         config = self.model.config
         self.image_tokens = int(config.vision_config.num_image_tokens)
         self.image_size = int(config.vq_config.num_patches) * 2 ** (len(config.vq_config.channel_multiplier) - 1)
+        # a local folder reads best by its own name; the hash still holds the full path
+        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
         self.name = generator_name(
             "janus",
-            self.pretrained,
+            label,
             {
                 "pretrained": self.pretrained,
                 "dtype": self.dtype,
