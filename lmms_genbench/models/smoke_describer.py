@@ -134,6 +134,12 @@ def _read_words() -> list[str]:
     return list(dict.fromkeys(words))
 
 
+def _vocab(specials: list[str]) -> dict[str, int]:
+    """Token -> id: ``specials`` first, then punctuation, template words and the word list."""
+    tokens = specials + _PUNCTUATION + _TEMPLATE_WORDS + _read_words()
+    return {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+
+
 def build_key(*extra_files: Path) -> str:
     """Identify the builder: a hash of this module, the word list and transformers' version.
 
@@ -248,8 +254,7 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
         LlavaProcessor,
     )
 
-    tokens = _SPECIALS + _PUNCTUATION + _TEMPLATE_WORDS + _read_words()
-    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+    vocab = _vocab(_SPECIALS)
     tokenizer = _make_tokenizer(vocab)
     # Never generated: specials, plus template words that would read like a new chat turn.
     banned_ids = [vocab[t] for t in _SPECIALS + _TEMPLATE_WORDS]
@@ -313,8 +318,7 @@ def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
         Qwen2VLVideoProcessor,
     )
 
-    tokens = _QWEN_SPECIALS + _PUNCTUATION + _TEMPLATE_WORDS + _read_words()
-    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+    vocab = _vocab(_QWEN_SPECIALS)
     tokenizer = _word_level_tokenizer(
         vocab,
         _QWEN_SPECIALS,

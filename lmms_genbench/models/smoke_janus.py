@@ -14,7 +14,6 @@ import os
 from pathlib import Path
 
 from .smoke_describer import (
-    _PUNCTUATION,
     _TEMPLATE_WORDS,
     BOS,
     EOS,
@@ -24,7 +23,7 @@ from .smoke_describer import (
     _cache_root,
     _init_and_save,
     _is_complete,
-    _read_words,
+    _vocab,
     _word_level_tokenizer,
     build_key,
 )
@@ -71,8 +70,7 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
         JanusProcessor,
     )
 
-    tokens = _SPECIALS + _PUNCTUATION + _TEMPLATE_WORDS + _read_words()
-    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+    vocab = _vocab(_SPECIALS)
     tokenizer = _word_level_tokenizer(
         vocab,
         _SPECIALS,
