@@ -192,10 +192,13 @@ class JanusUnified:
                 **inputs, generation_mode="image", do_sample=False, guidance_scale=1, logits_processor=processors
             )
             pixels = self.model.decode_image_tokens(codes)
-        # postprocess undoes the [-1, 1] normalisation; its PIL output is broken in
-        # transformers 5, so take uint8 tensors (N, 3, H, W) and convert here
-        arrays = self.processor.postprocess(list(pixels.float()), return_tensors="pt")["pixel_values"]
-        return [_check_image(Image.fromarray(a.permute(1, 2, 0).cpu().numpy()), False) for a in arrays]
+        # undo the processor's normalisation ([-1, 1] for Janus-Pro) here: the processor's
+        # own postprocess differs between its two backends and its PIL output is broken
+        # in the torchvision one (transformers 5.2x)
+        mean = torch.tensor(self.processor.image_processor.image_mean)
+        std = torch.tensor(self.processor.image_processor.image_std)
+        arrays = ((pixels.float().cpu() * std + mean) * 255).round().clamp(0, 255).to(torch.uint8).numpy()
+        return [_check_image(Image.fromarray(a), False) for a in arrays]  # (H, W, 3) each
 
     def _free_memory(self) -> None:
         # after an out-of-memory batch the cached blocks would fail the retries too
