@@ -152,6 +152,30 @@ def test_tiny_janus_greedy_images_ignore_the_seed(tiny_janus):
     assert greedy.name != build_unified("janus", pretrained=tiny_janus, device="cpu", dtype="float32").name
 
 
+def test_tiny_janus_failures_stay_with_their_item(janus, monkeypatch):
+    real = janus.model.generate
+
+    def fails_in_batches(**kwargs):
+        if kwargs["input_ids"].shape[0] > 1:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return real(**kwargs)
+
+    monkeypatch.setattr(janus.model, "generate", fails_in_batches)
+    drawn = janus.generate(["a red cat", "a tree"], [1, 2])  # retried one by one
+    assert all(isinstance(im, Image.Image) for im in drawn)
+    described = janus.describe([Image.new("RGB", (8, 8))] * 2, "Describe.", {"max_new_tokens": 3})
+    assert all(isinstance(t, str) for t in described)
+
+    def always_fails(**kwargs):
+        raise RuntimeError("broken weights")
+
+    monkeypatch.setattr(janus.model, "generate", always_fails)
+    out = janus.generate(["a red cat"], [1]) + janus.describe([Image.new("RGB", (8, 8))], "Describe.", {})
+    assert [type(o) for o in out] == [GenerationFailure, GenerationFailure]
+    assert out[0].reason == "janus generate raised RuntimeError: broken weights"
+    assert out[1].reason == "janus describe raised RuntimeError: broken weights"
+
+
 def test_janus_arguments_are_validated_by_name(tiny_janus):
     cases = [
         ({"guidance_scale": 0.5}, "unified.guidance_scale: expected a finite number >= 1; got 0.5"),
@@ -214,6 +238,16 @@ def test_cycle_model_uses_one_unified_model_for_both_roles(tmp_path, monkeypatch
     model = CycleModel(unified="fake", **{"unified.batch_size": 3}, artifacts=str(tmp_path))
     assert model.describer is model.generator and model.generator.batch_size == 3
     assert model.engine.overlap is False
+
+
+def test_smoke_unified_preset_builds_a_tiny_janus(tmp_path, monkeypatch):
+    from lmms_genbench.models.cycle import CycleModel
+
+    monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "cache"))
+    model = CycleModel(preset="smoke_unified", **{"unified.guidance_scale": 2}, artifacts=str(tmp_path / "art"))
+    assert model.describer is model.generator
+    assert model.generator.name.startswith("janus-tiny-janus-s0-") and model.generator.guidance_scale == 2.0
+    assert str(model.generator.device) == "cpu" and model.engine.overlap is False
 
 
 # -- end to end ------------------------------------------------------------------------
