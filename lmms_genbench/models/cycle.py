@@ -5,6 +5,13 @@
     generator=diffusers,generator.pretrained=stabilityai/sdxl-turbo,artifacts=./artifacts \\
         --tasks mmeception
 
+or with one unified model that both describes and draws (see
+:mod:`lmms_genbench.models.unified`):
+
+    lmms-eval --model cycle \\
+        --model_args unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda \\
+        --tasks sdp_nocaps
+
 Each request is one doc; its response is the doc's chain as JSON (see
 :meth:`lmms_genbench.engine.ChainOutcome.to_dict`).
 """
@@ -29,6 +36,8 @@ logger = logging.getLogger(__name__)
 PRESETS: dict[str, dict[str, Any]] = {
     # random-weight describer and generator built locally: proves the plumbing, not a model
     "smoke": {"describer": "llava_hf", "generator": "smoke"},
+    # a random-weight Janus built locally, as one unified model
+    "smoke_unified": {"unified": "janus"},
 }
 
 
@@ -42,6 +51,59 @@ def _smoke_describer_args() -> dict[str, Any]:
         # only contend (about 10x slower on a loaded 2-core machine)
         torch.set_num_threads(1)
     return {"pretrained": str(tiny_llava_path()), "device": "cpu", "device_map": "cpu", "dtype": "float32"}
+
+
+def _smoke_unified_args() -> dict[str, Any]:
+    from .smoke_janus import tiny_janus_path
+
+    _smoke_describer_args()  # the same single-thread setting for tiny networks
+    return {"pretrained": str(tiny_janus_path()), "device": "cpu", "dtype": "float32"}
+
+
+def _resolve_roles(preset, describer, generator, unified, describer_args, generator_args, unified_args):
+    """Apply ``preset`` and check that the model_args name one decoupled pair or one unified model."""
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"model_args preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    fill = PRESETS.get(preset or "", {})
+    if unified or unified_args or "unified" in fill:
+        unified = unified or fill.get("unified")
+        mixed = [role for role, name in (("describer", describer), ("generator", generator)) if name]
+        mixed += [f"{role}.{k}" for role, args in (("describer", describer_args), ("generator", generator_args)) for k in args]
+        if mixed:
+            raise ValueError(
+                f"model_args unified={unified!r} replaces the describer and the generator, but "
+                f"{', '.join(mixed)} was given too; give either unified=... (with unified.<arg>=...) "
+                "or describer=... and generator=..."
+            )
+        if not unified:
+            raise ValueError(
+                f"model_args {', '.join('unified.' + k for k in unified_args)} given without unified=<name>"
+            )
+        if preset == "smoke_unified" and unified == "janus":
+            unified_args = {**_smoke_unified_args(), **unified_args}
+        return None, None, unified, {}, {}, unified_args
+    describer = describer or fill.get("describer")
+    generator = generator or fill.get("generator")
+    if preset == "smoke" and describer == "llava_hf":
+        describer_args = {**_smoke_describer_args(), **describer_args}
+    if not describer:
+        raise ValueError(
+            "model_args describer is required (an lmms-eval model name such as llava_hf), "
+            "or unified=<model>, or use preset=smoke"
+        )
+    if not generator:
+        raise ValueError("model_args generator is required (diffusers, openai or smoke), or use preset=smoke")
+    return describer, generator, None, describer_args, generator_args, {}
+
+
+def _build_roles(describer, generator, unified, describer_args, generator_args, unified_args):
+    """The describer and generator, and whether they may run on two threads at once."""
+    if unified:
+        from .unified import build_unified
+
+        model = build_unified(unified, **unified_args)
+        return model, model, bool(getattr(model, "concurrent", False))
+    return build_describer(describer, describer_args), build_generator(generator, **generator_args), True
 
 
 def build_describer(name: str, args: dict[str, Any]):
@@ -86,8 +148,13 @@ class CycleModel(lmms):
             ``describer.<arg>=<value>``.
         generator: generator backend (``diffusers``, ``openai``, ``smoke``);
             its arguments as ``generator.<arg>=<value>``.
-        preset: ``smoke`` fills in a tiny random-weight describer and generator
-            (explicit ``describer*``/``generator*`` arguments still win).
+        unified: instead of a describer and a generator, one unified model
+            (``janus``) that does both; its arguments as ``unified.<arg>=<value>``.
+            Artifacts are keyed by its name in both roles. Unless the model says
+            it may, describing and drawing then run in turn, not overlapped.
+        preset: ``smoke`` fills in a tiny random-weight describer and generator,
+            ``smoke_unified`` a tiny random-weight Janus (explicit arguments
+            still win).
         artifacts: root folder of the artifact store (default
             ``$LMMS_GENBENCH_ARTIFACTS`` or ``~/.cache/lmms_genbench/artifacts``).
         describer_batch: images sent to the describer per call.
@@ -100,6 +167,7 @@ class CycleModel(lmms):
         self,
         describer: str | None = None,
         generator: str | None = None,
+        unified: str | None = None,
         preset: str | None = None,
         artifacts: str | None = None,
         describer_batch: int = 16,
@@ -110,24 +178,16 @@ class CycleModel(lmms):
         **kwargs: Any,
     ) -> None:
         super().__init__()
-        grouped, unknown = split_prefixed(kwargs, ("describer", "generator"))
+        grouped, unknown = split_prefixed(kwargs, ("describer", "generator", "unified"))
         if unknown:
             raise ValueError(
-                f"unknown model_args for cycle: {sorted(unknown)}; describer and generator "
-                "arguments take a prefix, e.g. describer.pretrained=... or generator.steps=4"
+                f"unknown model_args for cycle: {sorted(unknown)}; describer, generator and unified "
+                "arguments take a prefix, e.g. describer.pretrained=..., generator.steps=4 or unified.device=cuda"
             )
-        describer_args, generator_args = grouped["describer"], grouped["generator"]
-        if preset is not None:
-            if preset not in PRESETS:
-                raise ValueError(f"model_args preset must be one of {sorted(PRESETS)}, got {preset!r}")
-            describer = describer or PRESETS[preset]["describer"]
-            generator = generator or PRESETS[preset]["generator"]
-            if preset == "smoke" and describer == "llava_hf":
-                describer_args = {**_smoke_describer_args(), **describer_args}
-        if not describer:
-            raise ValueError("model_args describer is required (an lmms-eval model name such as llava_hf), or use preset=smoke")
-        if not generator:
-            raise ValueError("model_args generator is required (diffusers, openai or smoke), or use preset=smoke")
+        describer_args, generator_args, unified_args = grouped["describer"], grouped["generator"], grouped["unified"]
+        describer, generator, unified, describer_args, generator_args, unified_args = _resolve_roles(
+            preset, describer, generator, unified, describer_args, generator_args, unified_args
+        )
         describer_batch = optional_int("describer_batch", describer_batch)
         if describer_batch is None or describer_batch < 1:
             raise ValueError(f"model_args describer_batch must be >= 1, got {describer_batch!r}")
@@ -140,13 +200,15 @@ class CycleModel(lmms):
         self._device = self.accelerator.device
 
         self.store = ArtifactStore(artifacts)
-        self.describer = build_describer(describer, describer_args)
-        self.generator = build_generator(generator, **generator_args)
+        self.describer, self.generator, overlap = _build_roles(
+            describer, generator, unified, describer_args, generator_args, unified_args
+        )
         self.engine = CycleEngine(
             self.describer,
             self.generator,
             describer_batch=describer_batch,
             stop_after_hop=optional_int("stop_after_hop", stop_after_hop),
+            overlap=overlap,
         )
         self.last_stats = None
 

@@ -134,29 +134,40 @@ def _read_words() -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def build_key() -> str:
+def _vocab(specials: list[str]) -> dict[str, int]:
+    """Token -> id: ``specials`` first, then punctuation, template words and the word list."""
+    tokens = specials + _PUNCTUATION + _TEMPLATE_WORDS + _read_words()
+    return {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+
+
+def build_key(*extra_files: Path) -> str:
     """Identify the builder: a hash of this module, the word list and transformers' version.
 
     Any change to how the checkpoint is made yields a new key, so cached builds
-    made by an older builder are rebuilt instead of silently reused.
+    made by an older builder are rebuilt instead of silently reused. Builders in
+    other modules pass their own source file as ``extra_files``.
     """
     import transformers
 
     digest = hashlib.sha256()
-    digest.update(Path(__file__).read_bytes())
+    for source in (Path(__file__), *extra_files):
+        digest.update(source.read_bytes())
     digest.update(_WORDS_FILE.read_bytes())
     digest.update(transformers.__version__.encode())
     return digest.hexdigest()[:16]
 
 
-def _is_complete(path: Path, seed: int, model: str = "llava") -> bool:
-    """True when ``path`` holds a finished ``model`` build of this builder version and seed."""
+def _is_complete(path: Path, seed: int, model: str = "llava", key: str | None = None) -> bool:
+    """True when ``path`` holds a finished ``model`` build of this builder version and seed.
+
+    ``key`` is the builder key to match (default :func:`build_key`).
+    """
     try:
         marker = json.loads((path / _MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
     return (
-        marker.get("key") == build_key()
+        marker.get("key") == (key or build_key())
         and marker.get("seed") == seed
         and marker.get("model", "llava") == model
     )
@@ -243,8 +254,7 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
         LlavaProcessor,
     )
 
-    tokens = _SPECIALS + _PUNCTUATION + _TEMPLATE_WORDS + _read_words()
-    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+    vocab = _vocab(_SPECIALS)
     tokenizer = _make_tokenizer(vocab)
     # Never generated: specials, plus template words that would read like a new chat turn.
     banned_ids = [vocab[t] for t in _SPECIALS + _TEMPLATE_WORDS]
@@ -308,8 +318,7 @@ def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
         Qwen2VLVideoProcessor,
     )
 
-    tokens = _QWEN_SPECIALS + _PUNCTUATION + _TEMPLATE_WORDS + _read_words()
-    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(tokens))}
+    vocab = _vocab(_QWEN_SPECIALS)
     tokenizer = _word_level_tokenizer(
         vocab,
         _QWEN_SPECIALS,
@@ -379,8 +388,15 @@ def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
                    eos_token_id=vocab[QWEN_IM_END], pad_token_id=vocab[QWEN_EOT])
 
 
-def _init_and_save(folder: Path, model_cls, config, processor, seed: int, banned_ids, **token_ids) -> None:
-    """Seeded random weights that never stop early, saved with their processor."""
+def _init_and_save(
+    folder: Path, model_cls, config, processor, seed: int, banned_ids, generation: dict | None = None, **token_ids
+) -> None:
+    """Seeded random weights that never stop early, saved with their processor.
+
+    ``generation`` replaces the default text safeguards of the saved generation
+    config (suppressed specials, no repeated bigrams), e.g. for a model whose
+    image mode must not see them.
+    """
     import torch
     from transformers import GenerationConfig
 
@@ -392,18 +408,16 @@ def _init_and_save(folder: Path, model_cls, config, processor, seed: int, banned
             # Zero logit rows for banned tokens: a random model would otherwise emit EOS
             # early (empty text) or image tokens (breaking the image-token bookkeeping).
             model.lm_head.weight[banned_ids] = 0.0
-    model.generation_config = GenerationConfig(
-        **token_ids,
+    if generation is None:
         # lmms-eval passes only sampling/length kwargs, so these stay in force: never
         # end early or emit specials, and avoid the loops greedy random models fall into.
-        suppress_tokens=banned_ids,
-        no_repeat_ngram_size=2,
-    )
+        generation = {"suppress_tokens": banned_ids, "no_repeat_ngram_size": 2}
+    model.generation_config = GenerationConfig(**token_ids, **generation)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
 
 
-def _build_atomically(dest: Path, seed: int, model: str, write) -> Path:
+def _build_atomically(dest: Path, seed: int, model: str, write, key: str | None = None) -> Path:
     """Run ``write(folder, seed)`` into a temporary sibling of ``dest``, then move it into place.
 
     Args:
@@ -412,6 +426,7 @@ def _build_atomically(dest: Path, seed: int, model: str, write) -> Path:
         model: which checkpoint this is (``"llava"`` or ``"qwen2_vl"``); recorded in
             the marker so one kind's folder is never taken for the other.
         write: the checkpoint writer, ``write(folder: Path, seed: int) -> None``.
+        key: the builder key recorded in the marker (default :func:`build_key`).
 
     The marker is written last, and ``os.replace`` is atomic, so readers never see
     a half-written folder. If a concurrent builder finishes first with the same
@@ -424,7 +439,8 @@ def _build_atomically(dest: Path, seed: int, model: str, write) -> Path:
         # mkdtemp makes it owner-only; a shared cache should stay readable.
         tmp.chmod(0o755)
         write(tmp, seed)
-        marker = {"key": build_key(), "seed": seed, "model": model, "builder": __name__}
+        key = key or build_key()
+        marker = {"key": key, "seed": seed, "model": model, "builder": write.__module__}
         (tmp / _MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
         for _ in range(10):
             try:
@@ -434,7 +450,7 @@ def _build_atomically(dest: Path, seed: int, model: str, write) -> Path:
             except OSError as exc:
                 if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                     raise
-            if _is_complete(dest, seed, model):
+            if _is_complete(dest, seed, model, key):
                 return dest  # another process won the race with an identical build
             # Stale or foreign content: rename it away (atomic) before deleting it.
             trash = dest.with_name(f".{dest.name}.old-{uuid.uuid4().hex}")

@@ -1,0 +1,10 @@
+"""Unified models: one network that both describes images and draws them.
+
+See :mod:`.base` for the interface and how to add a model; ``janus`` (Janus-Pro
+through transformers) is the one shipped.
+"""
+
+from .base import UnifiedModel, run_isolated
+from .registry import UNIFIED_MODELS, build_unified, unified_names
+
+__all__ = ["UNIFIED_MODELS", "UnifiedModel", "build_unified", "run_isolated", "unified_names"]

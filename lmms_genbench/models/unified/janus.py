@@ -1,0 +1,249 @@
+"""Janus-Pro (DeepSeek) as a unified model, through transformers' Janus classes.
+
+    lmms-eval --model cycle --model_args unified=janus,\\
+    unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda,unified.dtype=bfloat16 \\
+        --tasks sdp_nocaps
+
+Describing is Janus' understanding mode (chat template with the image, text
+generation); drawing is its image mode: the language model predicts the VQ
+codes of one image under classifier-free guidance, and the VQ decoder turns them
+into pixels. ``torch`` and ``transformers`` are imported when the model is built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+
+from ..._deps import require
+from ...generators._args import as_choice, as_float, as_int, as_str
+from ...generators._naming import generator_name
+from ...generators.base import GenerationResult, GeneratorConfigError
+from ...generators.diffusers_backend import (
+    DTYPES,
+    _check_device,
+    _check_image,
+    _resolve_dtype,
+)
+from .base import DescribeResult, reason, run_isolated
+
+
+class JanusUnified:
+    """Janus / Janus-Pro checkpoints in the transformers format.
+
+    Args:
+        pretrained: hub id or local folder of a transformers-format Janus checkpoint
+            (``deepseek-community/Janus-Pro-1B``, ``deepseek-community/Janus-Pro-7B``).
+        device: torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator
+            is an error, never a silent CPU run.
+        dtype: ``auto`` (bfloat16 on CUDA where supported, else float16 on CUDA/MPS,
+            else float32), ``float16``, ``bfloat16`` or ``float32``.
+        batch_size: images described, or prompts drawn, per forward batch.
+        guidance_scale: classifier-free guidance of image generation (Janus' own
+            default 5); 1 means no guidance.
+        image_temperature: sampling temperature of the image codes (Janus' default
+            1); 0 takes the most likely code at every step.
+        temperature: describing temperature where the task sets none (0 = greedy).
+        max_new_tokens: description length limit where the task sets none.
+
+    The image size and its number of codes are the checkpoint's own (384 px from
+    576 codes for Janus-Pro); see :attr:`image_size` and :attr:`image_tokens`.
+
+    Seeds: each prompt's codes are sampled with the Gumbel-max trick from noise of
+    its own ``torch.Generator(seed)`` (drawn on the CPU), which samples exactly
+    softmax(logits / image_temperature) while leaving every image a function of
+    its own prompt and seed alone, so prompts batch freely. Describing has no
+    seeds: with ``do_sample`` it uses torch's global generator, as lmms-eval models.
+    """
+
+    concurrent = False  # one network on one device: describe and draw in turn
+
+    def __init__(
+        self,
+        pretrained: str | None = None,
+        device: str = "cuda",
+        dtype: str = "auto",
+        batch_size: int = 4,
+        guidance_scale: float = 5.0,
+        image_temperature: float = 1.0,
+        temperature: float = 0.0,
+        max_new_tokens: int = 512,
+    ) -> None:
+        self.pretrained = as_str("pretrained", pretrained)
+        self.device = str(as_str("device", device))
+        dtype_choice = as_choice("dtype", dtype, DTYPES)
+        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
+        self.guidance_scale = float(as_float("guidance_scale", guidance_scale, minimum=1.0))  # type: ignore[arg-type]
+        self.image_temperature = float(as_float("image_temperature", image_temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
+
+        torch = self._torch = require("torch", "the janus unified model")
+        transformers = require("transformers", "the janus unified model")
+        self._device = _check_device(torch, self.device)
+        self.dtype = _resolve_dtype(torch, dtype_choice, self._device, None)
+        try:
+            self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
+            model = transformers.JanusForConditionalGeneration.from_pretrained(
+                self.pretrained, dtype=getattr(torch, self.dtype)
+            )
+        except Exception as exc:  # no such folder or hub id, not a Janus checkpoint, ...
+            raise GeneratorConfigError(
+                f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {reason(exc)}"
+            ) from exc
+        self.model = model.to(self._device).eval()
+
+        config = self.model.config
+        self.image_tokens = int(config.vision_config.num_image_tokens)
+        self.image_size = int(config.vq_config.num_patches) * 2 ** (len(config.vq_config.channel_multiplier) - 1)
+        # a local folder reads best by its own name; the hash still holds the full path
+        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
+        self.name = generator_name(
+            "janus",
+            label,
+            {
+                "pretrained": self.pretrained,
+                "dtype": self.dtype,
+                "guidance_scale": self.guidance_scale,
+                "image_temperature": self.image_temperature,
+                "temperature": self.temperature,
+                "max_new_tokens": self.max_new_tokens,
+            },
+        )
+
+    def __repr__(self) -> str:
+        return f"JanusUnified(name={self.name!r}, device={self.device!r})"
+
+    # -- describing ------------------------------------------------------------
+
+    def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
+        """One description (or failure) per image, with the task's decoding settings."""
+        settings, until = self._decoding(gen_kwargs or {})
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
+        text = self.processor.apply_chat_template(messages, add_generation_prompt=True)
+
+        def call(chunk: list[Image.Image]) -> list[str]:
+            inputs = self.processor(
+                text=[text] * len(chunk),
+                images=[image.convert("RGB") for image in chunk],
+                generation_mode="text",
+                padding=True,
+                return_tensors="pt",
+            ).to(self._device)
+            inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
+            with self._torch.inference_mode():
+                out = self.model.generate(**inputs, generation_mode="text", **settings)
+            new = out[:, inputs["input_ids"].shape[1] :]
+            return [_cut(t, until) for t in self.processor.batch_decode(new, skip_special_tokens=True)]
+
+        return run_isolated(call, list(images), self.batch_size, "janus describe", self._free_memory)
+
+    def _decoding(self, gen_kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """The task's ``generation_kwargs`` as ``generate`` arguments, plus its stop strings."""
+        temperature = as_float("gen_kwargs temperature", gen_kwargs.get("temperature", self.temperature), minimum=0.0)
+        settings: dict[str, Any] = {
+            "max_new_tokens": as_int(
+                "gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", self.max_new_tokens), minimum=1
+            ),
+            # as lmms-eval's models: temperature 0 means greedy whatever do_sample says
+            "do_sample": bool(gen_kwargs.get("do_sample", True)) and bool(temperature),
+            "num_beams": as_int("gen_kwargs num_beams", gen_kwargs.get("num_beams", 1), minimum=1),
+        }
+        if settings["do_sample"]:
+            settings["temperature"] = temperature
+            if gen_kwargs.get("top_p") is not None:
+                settings["top_p"] = as_float("gen_kwargs top_p", gen_kwargs["top_p"], minimum=0.0)
+        until = gen_kwargs.get("until") or []
+        return settings, [until] if isinstance(until, str) else [str(u) for u in until]
+
+    # -- drawing ---------------------------------------------------------------
+
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
+        """One image (or failure) per prompt; each depends on its own prompt and seed only."""
+        prompts, seeds = list(prompts), [int(s) for s in seeds]
+        if len(prompts) != len(seeds):
+            raise ValueError(
+                f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds"
+            )
+        return run_isolated(self._draw, list(zip(prompts, seeds)), self.batch_size, "janus generate", self._free_memory)
+
+    def _draw(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
+        torch = self._torch
+        from transformers import LogitsProcessorList
+
+        texts = [
+            self.processor.apply_chat_template(
+                [{"role": "user", "content": [{"type": "text", "text": prompt}]}], add_generation_prompt=True
+            )
+            for prompt, _ in chunk
+        ]
+        # the processor appends the begin-of-image token that starts image mode
+        inputs = self.processor(text=texts, generation_mode="image", padding=True, return_tensors="pt").to(self._device)
+        # guidance and sampling run here, per row; generate's own guidance is off (1)
+        # and its sampling greedy, so it takes the argmax of the noised scores
+        processors = LogitsProcessorList(
+            [_Guidance(self.guidance_scale), _SeededSampler([s for _, s in chunk], self.image_temperature)]
+        )
+        with torch.inference_mode():
+            codes = self.model.generate(
+                **inputs, generation_mode="image", do_sample=False, guidance_scale=1, logits_processor=processors
+            )
+            pixels = self.model.decode_image_tokens(codes)
+        # undo the processor's normalisation ([-1, 1] for Janus-Pro) here: the processor's
+        # own postprocess differs between its two backends and its PIL output is broken
+        # in the torchvision one (transformers 5.2x)
+        mean = torch.tensor(self.processor.image_processor.image_mean)
+        std = torch.tensor(self.processor.image_processor.image_std)
+        arrays = ((pixels.float().cpu() * std + mean) * 255).round().clamp(0, 255).to(torch.uint8).numpy()
+        return [_check_image(Image.fromarray(a), False) for a in arrays]  # (H, W, 3) each
+
+    def _free_memory(self) -> None:
+        # after an out-of-memory batch the cached blocks would fail the retries too
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
+
+
+class _Guidance:
+    """Classifier-free guidance: Janus stacks conditional rows over unconditional ones."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    def __call__(self, input_ids, scores):
+        cond, uncond = scores.chunk(2, dim=0)
+        return uncond + self.scale * (cond - uncond)
+
+
+class _SeededSampler:
+    """Gumbel-max sampling with one generator per row.
+
+    argmax(logits / T + G) with G = -log(E), E ~ Exp(1), is a draw from
+    softmax(logits / T); drawing E from each row's own seeded CPU generator makes
+    the draw independent of the batch and of the device. T = 0 is greedy.
+    """
+
+    def __init__(self, seeds: list[int], temperature: float) -> None:
+        import torch
+
+        self.temperature = temperature
+        self.generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        if self.temperature == 0:
+            return scores
+        size = scores.shape[-1]
+        exp = torch.stack([torch.empty(size).exponential_(generator=g) for g in self.generators])
+        return scores.float() / self.temperature - exp.log().to(scores.device)
+
+
+def _cut(text: str, until: list[str]) -> str:
+    """``text`` up to the first stop string."""
+    for stop in until:
+        if stop and stop in text:
+            text = text.split(stop, 1)[0]
+    return text.strip()
