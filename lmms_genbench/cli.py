@@ -74,9 +74,16 @@ def _add_plot(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run_plot)
 
 
-#: subcommand name -> function adding its parser (later: "autobench", ...)
+def _add_autobench(subparsers: argparse._SubParsersAction) -> None:
+    from lmms_genbench.autobench.command import add_parser
+
+    add_parser(subparsers)
+
+
+#: subcommand name -> function adding its parser
 _SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plot": _add_plot,
+    "autobench": _add_autobench,
 }
 
 

@@ -8,7 +8,14 @@ with the ``autobench`` tasks.
 """
 
 from .balance import balanced_letters, move_answer
-from .build import BuildConfig, Builder, BuildError, BuildResult, default_build_cost, validation_outcome
+from .build import (
+    BuildConfig,
+    Builder,
+    BuildError,
+    BuildResult,
+    default_build_cost,
+    validation_outcome,
+)
 from .cache import CallCache
 from .examiner import CachedExaminer, LmmsExaminer, build_examiner
 from .graph import SemanticGraph

@@ -14,8 +14,9 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from PIL import Image
 
@@ -292,7 +293,6 @@ class Builder:
         return result
 
     def _item(self, item_id: str, asp: Aspect, guide: str, level: str, graph: SemanticGraph) -> Item:
-        cfg = self.cfg
         level_defs = " ".join(P.DESCRIPTION_LEVELS[x] for x in P.LEVELS)
         prompt = P.render(P.DESCRIPTION, aspect=asp.name, introduction=asp.introduction, guidance=guide,
                           level_definitions=level_defs, level=level,
@@ -325,7 +325,8 @@ def default_build_cost(config: BuildConfig | None = None) -> dict[str, int]:
 
 def build_benchmark(config: BuildConfig, examiner: Examiner, generator: Generator, out_dir,
                     cache_dir=None, push_to_hub: str | None = None,
-                    log: Callable[[str], None] | None = None) -> BuildResult:
+                    log: Callable[[str], None] | None = None,
+                    manifest_extra: dict[str, Any] | None = None) -> BuildResult:
     """Run the pipeline and write ``<out>/dataset`` and ``<out>/manifest.json``.
 
     ``cache_dir`` defaults to ``<out>/cache``; running again with the same
@@ -339,5 +340,6 @@ def build_benchmark(config: BuildConfig, examiner: Examiner, generator: Generato
     cache = CallCache(Path(cache_dir) if cache_dir else out / "cache")
     result = Builder(config, examiner, generator, cache, log=log).run()
     result.manifest["cache_dir"] = str(cache.root)
+    result.manifest.update(manifest_extra or {})
     save(result.items, result.manifest, out, push_to_hub=push_to_hub)
     return result

@@ -12,8 +12,9 @@ The evaluation task accepts ``<out>``, ``<out>/dataset`` or a hub id.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..engine.store import atomic_write
 
@@ -47,10 +48,8 @@ def features():
 def to_dataset(items: Sequence[Any]):
     import datasets
 
-    rows = {name: [] for name in features()}
-    for it in items:
-        for name in rows:
-            rows[name].append(getattr(it, name))
+    names = list(features())
+    rows = {name: [getattr(it, name) for it in items] for name in names}
     return datasets.Dataset.from_dict(rows, features=features(), split="test")
 
 

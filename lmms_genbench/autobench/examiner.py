@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import functools
 import os
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from PIL import Image
 
@@ -79,7 +80,7 @@ class LmmsExaminer:
             raise RuntimeError(f"examiner returned {len(out)} outputs for 1 request")
         text = unwrap_generation_output(out[0])[0]
         if not isinstance(text, str):
-            raise RuntimeError(f"examiner returned {type(text).__name__}, not text")
+            raise TypeError(f"examiner returned {type(text).__name__}, not text")
         return text
 
 

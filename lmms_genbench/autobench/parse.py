@@ -99,7 +99,7 @@ def parse_qa(text: str) -> Question:
 
 
 def _answer_letter(raw: str, values: tuple[str, ...]) -> str | None:
-    m = re.fullmatch(r"[\[\(]*\s*([A-Da-d])\s*[\]\)]*[.:)]?(?:\s.*)?", raw, flags=re.S)
+    m = re.fullmatch(r"[\[\(]*\s*([A-Da-d])\s*[\]\)]*[.:)]?(?:\s.*)?", raw, flags=re.DOTALL)
     if m:
         return m.group(1).upper()
     for letter, v in zip(LETTERS, values):
@@ -116,7 +116,7 @@ class Aspect:
 
 
 _LABEL = re.compile(
-    r"^\W*(general aspect|fine[d]?[- ]grained aspect|introduction)\W*:\s*(.*)$", re.I
+    r"^\W*(general aspect|fine[d]?[- ]grained aspect|introduction)\W*:\s*(.*)$", re.IGNORECASE
 )
 
 
@@ -159,7 +159,7 @@ def parse_aspects(text: str, n_general: int, m_fine: int) -> list[Aspect]:
 
 
 def _after_label(text: str, label: str) -> str | None:
-    m = re.search(rf"^\W*{label}\W*:\s*(.*?)(?=^\W*[A-Z][A-Za-z -]{{1,20}}:|\Z)", text or "", re.I | re.M | re.S)
+    m = re.search(rf"^\W*{label}\W*:\s*(.*?)(?=^\W*[A-Z][A-Za-z -]{{1,20}}:|\Z)", text or "", re.IGNORECASE | re.MULTILINE | re.DOTALL)
     return " ".join(m.group(1).split()) if m else None
 
 

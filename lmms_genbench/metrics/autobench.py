@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 LETTERS = "ABCD"
 
@@ -73,7 +73,7 @@ class AccuracyStats:
             self.by[key][0] += c
             self.by[key][1] += 1
 
-    def merge(self, other: "AccuracyStats") -> "AccuracyStats":
+    def merge(self, other: AccuracyStats) -> AccuracyStats:
         self.n += other.n
         self.correct += other.correct
         self.unparsed += other.unparsed
@@ -85,7 +85,7 @@ class AccuracyStats:
         return self
 
     @classmethod
-    def of(cls, records: Iterable[Mapping]) -> "AccuracyStats":
+    def of(cls, records: Iterable[Mapping]) -> AccuracyStats:
         s = cls()
         for r in records:
             s.add(r)
