@@ -87,15 +87,17 @@ def _run_cost(args) -> int:
     return EXIT_OK
 
 
-def _acc(path: str, task_prefix: str) -> dict[str, float]:
+def _task_accs(paths: list[str]) -> dict[str, dict[str, float]]:
     from pathlib import Path
 
-    results = json.loads(Path(path).read_text(encoding="utf-8"))["results"]
-    tasks = [t for t in results if t.startswith(task_prefix)]
-    if len(tasks) != 1:
-        raise ValueError(f"{path}: expected one task named {task_prefix}*; found {sorted(results)}")
-    r = results[tasks[0]]
-    return {k.split(",")[0]: r[k] for k in ("acc,none", "acc_easy,none", "acc_medium,none", "acc_hard,none")}
+    keys = ("acc", "acc_easy", "acc_medium", "acc_hard")
+    out: dict[str, dict[str, float]] = {}
+    for path in paths:
+        results = json.loads(Path(path).read_text(encoding="utf-8"))["results"]
+        for task in ("autobench", "autobench_posA", "autobench_posD"):
+            if task in results:
+                out[task] = {k: results[task][f"{k},none"] for k in keys}
+    return out
 
 
 def _run_bias(args) -> int:
@@ -103,16 +105,21 @@ def _run_bias(args) -> int:
     from ..metrics.autobench import deviation_rate
 
     try:
-        uniform = _acc(args.uniform, "autobench")
-        out = {"uniform": uniform}
-        for name, path in (("A", args.at_a), ("D", args.at_d)):
-            if path:
-                acc = _acc(path, f"autobench_pos{name}")
-                out[f"at_{name}"] = acc
-                out[f"R_{name}"] = {k: deviation_rate(acc[k], uniform[k]) for k in acc}
+        accs = _task_accs(args.results)
     except (OSError, ValueError, KeyError) as exc:
         print(f"lmms-genbench autobench bias: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if "autobench" not in accs or len(accs) < 2:
+        print("lmms-genbench autobench bias: error: need results of task autobench and of "
+              f"autobench_posA and/or autobench_posD; found {sorted(accs) or 'none'}", file=sys.stderr)
+        return EXIT_USAGE
+    uniform = accs["autobench"]
+    out: dict[str, dict] = {"uniform": uniform}
+    for x in ("A", "D"):
+        acc = accs.get(f"autobench_pos{x}")
+        if acc is not None:
+            out[f"at_{x}"] = acc
+            out[f"R_{x}"] = {k: deviation_rate(acc[k], uniform[k]) for k in acc}
     print(json.dumps(out, indent=2))
     return EXIT_OK
 
@@ -167,7 +174,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     c.set_defaults(func=_run_cost)
 
     s = sub.add_parser("bias", help="position-bias deviation rates (§4.6) from results files")
-    s.add_argument("--uniform", required=True, help="results.json of task autobench")
-    s.add_argument("--at-a", default=None, help="results.json of task autobench_posA")
-    s.add_argument("--at-d", default=None, help="results.json of task autobench_posD")
+    s.add_argument("results", nargs="+", metavar="RESULTS.json",
+                   help="lmms-eval results files holding tasks autobench and autobench_posA/posD")
     s.set_defaults(func=_run_bias)
