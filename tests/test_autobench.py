@@ -297,3 +297,24 @@ def test_default_build_cost_matches_the_paper_size():
     assert cost["items"] == 720 and cost["images"] == 720
     # 1 aspect list + 24 guidelines + 720 × (description + checks + 6 answers + Q&A)
     assert cost["examiner_calls"] == 1 + 24 + 720 * 9 == 6505
+
+
+def test_task_hooks_need_the_dataset_variable_and_move_answers(tmp_path, monkeypatch):
+    from lmms_genbench.tasks.autobench import utils
+
+    monkeypatch.delenv("AUTOBENCH_DATASET", raising=False)
+    with pytest.raises(ValueError, match="AUTOBENCH_DATASET"):
+        utils.load_docs(None)
+    build_benchmark(_cfg(), ScriptedExaminer(), FakeGenerator(), tmp_path / "out")
+    monkeypatch.setenv("AUTOBENCH_DATASET", str(tmp_path / "out"))
+    docs = utils.load_docs(None)
+    moved = utils.load_docs_pos_d(None)
+    assert set(moved["answer"]) == {"D"} and len(moved) == len(docs) == 12
+    for d, m in zip(docs, moved):
+        assert m["options"][3] == d["options"]["ABCD".index(d["answer"])]
+    text = utils.doc_to_text(docs[0])
+    assert "Where is the cube?" in text and "\nA. " in text and "[[A]]" in text
+    assert utils.doc_to_visual_none(docs[0]) == [] and utils.doc_to_visual(docs[0])[0].mode == "RGB"
+    assert "A red cube" in utils.doc_to_text_noimage(docs[0])
+    rec = utils.process_results(docs[0], [f"[[{docs[0]['answer']}]]"])
+    assert utils.agg_acc([rec["acc"]]) == 1.0 and utils.agg_n_unparsed([rec["n_unparsed"]]) == 0
