@@ -32,7 +32,7 @@ def _env(tmp_path, **extra):
 
 
 def _run(cmd, tmp_path, log, timeout=900, **env):
-    proc = subprocess.run(cmd, cwd=tmp_path, env=_env(tmp_path, **env), capture_output=True, text=True,
+    proc = subprocess.run(cmd, check=False, cwd=tmp_path, env=_env(tmp_path, **env), capture_output=True, text=True,
                           timeout=timeout)
     (tmp_path / log).write_text(proc.stdout + proc.stderr)
     return proc
