@@ -318,3 +318,55 @@ def test_task_hooks_need_the_dataset_variable_and_move_answers(tmp_path, monkeyp
     assert "A red cube" in utils.doc_to_text_noimage(docs[0])
     rec = utils.process_results(docs[0], [f"[[{docs[0]['answer']}]]"])
     assert utils.agg_acc([rec["acc"]]) == 1.0 and utils.agg_n_unparsed([rec["n_unparsed"]]) == 0
+
+
+def test_cli_build_writes_dataset_and_manifest(tmp_path, monkeypatch, capsys):
+    from lmms_genbench import cli
+    from lmms_genbench.autobench import examiner as ex_mod
+    from lmms_genbench.generators import registry
+
+    seen = {}
+
+    def fake_examiner(model, args, text_only="none"):
+        seen["examiner"] = (model, args, text_only)
+        return ScriptedExaminer()
+
+    monkeypatch.setattr(ex_mod, "build_examiner", fake_examiner)
+    monkeypatch.setattr(registry, "build_generator", lambda name, **kw: FakeGenerator())
+    monkeypatch.setattr("lmms_genbench.generators.build_generator", lambda name, **kw: FakeGenerator())
+    out = tmp_path / "bench"
+    argv = ["autobench", "build", "--capability", "Counting", "--definition", "How many objects there are.",
+            "--examiner", "openai", "--examiner-args", "model_version=gpt-4o,api_key=SECRET",
+            "--generator", "smoke", "--n-general", "1", "--m-fine", "1", "--per-level", "2",
+            "--levels", "easy", "hard", "--thresholds", "hard=0.5", "--max-redraws", "0", "--out", str(out)]
+    assert cli.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["items"] == report["planned"] == 4 and report["answer_letters"] == dict.fromkeys("ABCD", 1)
+    assert seen["examiner"] == ("openai", {"model_version": "gpt-4o", "api_key": "SECRET"}, "none")
+    man = json.loads((out / "manifest.json").read_text())
+    assert man["config"]["thresholds"] == {"easy": 1.0, "medium": 0.8, "hard": 0.5}
+    assert man["capability"] == {"name": "Counting", "definition": "How many objects there are."}
+    assert man["examiner_spec"] == {"model": "openai", "args": {"model_version": "gpt-4o"}, "text_only": "none"}
+    assert "SECRET" not in (out / "manifest.json").read_text()
+    assert (out / "dataset" / "state.json").is_file()
+    # bad usage is an exit code with the argument named
+    assert cli.main([*argv[:-2], "--out", str(out), "--capability", "Counting", "--definition", ""]) == 2
+    assert "definition" in capsys.readouterr().err
+
+
+def test_cli_cost_and_bias(tmp_path, capsys):
+    from lmms_genbench import cli
+
+    assert cli.main(["autobench", "cost", "--per-level", "1", "--levels", "easy"]) == 0
+    assert json.loads(capsys.readouterr().out)["examiner_calls"] == 1 + 24 + 24 * 9
+    res = {"results": {
+        "autobench": {"acc,none": 0.8, "acc_easy,none": 1.0, "acc_medium,none": 0.8, "acc_hard,none": 0.6},
+        "autobench_posA": {"acc,none": 0.6, "acc_easy,none": 1.0, "acc_medium,none": 0.4, "acc_hard,none": 0.3}}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(res))
+    assert cli.main(["autobench", "bias", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["R_A"]["acc"] == pytest.approx(-0.25) and out["R_A"]["acc_hard"] == pytest.approx(-0.5)
+    assert "R_D" not in out
+    path.write_text(json.dumps({"results": {"autobench": res["results"]["autobench"]}}))
+    assert cli.main(["autobench", "bias", str(path)]) == 2
