@@ -79,6 +79,18 @@ def test_letters_are_balanced_exactly(n):
     assert balanced_letters(n, seed=3) == seq  # seeded
 
 
+@pytest.mark.parametrize("sizes", [(3, 5, 6), (1, 1, 1, 1, 1), (7,), (0, 4, 9)])
+def test_letters_are_balanced_within_groups_and_overall(sizes):
+    groups = [g for g, k in enumerate(sizes) for _ in range(k)]
+    groups = groups[1::2] + groups[0::2]  # interleaved: groups need not be contiguous
+    seq = balanced_letters(len(groups), seed=5, groups=groups)
+    for members in [range(len(groups))] + [[i for i, g in enumerate(groups) if g == k] for k in set(groups)]:
+        counts = letter_counts([seq[i] for i in members])
+        assert max(counts.values()) - min(counts.values()) <= 1, (sizes, counts)
+    with pytest.raises(ValueError, match="groups"):
+        balanced_letters(3, 0, groups=[0, 1])
+
+
 def test_letter_order_depends_on_seed_and_move_answer_keeps_options():
     assert balanced_letters(40, 0) != balanced_letters(40, 1)
     opts, ans = move_answer(["w", "x", "y", "z"], "B", "D")
@@ -219,8 +231,9 @@ def test_build_balances_letters_and_asks_qa_without_image(tmp_path):
     assert result.dropped_by_reason == {"validation:below_threshold": 6}
     assert all(i.defects == ["Is there a table?"] and i.alignment_score == pytest.approx(0.8)
                for i in result.items)
-    counts = letter_counts([i.answer for i in result.items])
-    assert max(counts.values()) - min(counts.values()) <= 1
+    for level in ("easy", "medium", ""):
+        counts = letter_counts([i.answer for i in result.items if level in i.level])
+        assert max(counts.values()) - min(counts.values()) <= 1
     for it in result.items:  # the correct option moved with its letter
         assert it.options["ABCD".index(it.answer)] == "left of the ball"
     # error control: every Q&A prompt names the defect and carries no image

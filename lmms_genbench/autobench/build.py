@@ -266,7 +266,7 @@ class Builder:
                                         "detail": exc.detail})
                         self.log(f"autobench: dropped {item_id} ({exc.stage}: {exc.reason})")
             graphs[asp.name] = graph.to_dict()
-        letters = balanced_letters(len(items), cfg.seed)
+        letters = balanced_letters(len(items), cfg.seed, groups=[i.level for i in items])
         for item, target in zip(items, letters):
             item.options, item.answer = move_answer(item.options, item.answer, target)
         result = BuildResult(items, dropped, {})
