@@ -1,5 +1,6 @@
-"""AutoBench-V end to end, offline: a tiny benchmark built with a scripted
-examiner and the smoke generator (tiny random SD) runs through the real
+"""AutoBench-V end to end, offline: a tiny benchmark built with lmms-eval's own
+`dummy` model class as examiner (one fixed answer that every stage's parser
+accepts) and the smoke generator (tiny random SD) runs through the real
 `lmms-eval` command; the tiny random llava as examiner through the real
 `llava_hf` class fails cleanly (its words are no aspect list) and a rerun
 repeats no call. lmms-eval exits 0 even when a task crashed: every test reads
@@ -13,8 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ._autobench_fake import ScriptedExaminer
 
 pytestmark = pytest.mark.integration
 
@@ -63,16 +62,38 @@ def _tiny(kind):
     return str(getattr(smoke_describer, f"tiny_{kind}_path")())
 
 
+# One text that parses at every stage: "Yes" first for the checks, the aspect,
+# guidance and description lines, and one JSON object with checks and Q&A.
+DUMMY_RESPONSE = "\n".join([
+    "Yes.",
+    "General Aspect: Layout",
+    "Fined-grained Aspect: Left and right",
+    "Introduction: which object is on which side",
+    "Guidance: Place one object clearly left of another.",
+    "Prompt: A red cube to the left of a blue ball on a white table.",
+    "Topic word: toys",
+    "Key word: cube, ball, table",
+    json.dumps({"questions": ["Is there a red cube?", "Is there a blue ball?"],
+                "question": "Where is the cube?",
+                "options": {"A": "left of the ball", "B": "right of the ball", "C": "on the ball", "D": "under it"},
+                "reference_answer": "A"}),
+])
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     from lmms_genbench.autobench.build import BuildConfig, build_benchmark
+    from lmms_genbench.autobench.examiner import build_examiner
     from lmms_genbench.generators import build_generator
 
     out = tmp_path_factory.mktemp("autobench") / "bench"
     cfg = BuildConfig(capability="spatial", n_general=1, m_fine=1, per_level=2, levels=("easy", "hard"),
                       max_redraws=0, n_validation_questions=2, seed=0)
-    result = build_benchmark(cfg, ScriptedExaminer(), build_generator("smoke", size=32), out)
+    examiner = build_examiner("dummy", {"response": DUMMY_RESPONSE})  # lmms-eval's class, via Instances
+    result = build_benchmark(cfg, examiner, build_generator("smoke", size=32), out)
     assert len(result.items) == 4 and result.dropped == []
+    assert all(i.alignment_score == 1.0 and i.image.size == (32, 32) for i in result.items)
+    assert result.manifest["examiner"].startswith("dummy-")
     return out
 
 
@@ -101,7 +122,7 @@ def test_built_benchmark_runs_through_lmms_eval_with_position_variants(built, tm
         assert 0.0 <= r["acc_easy,none"] <= 1.0 and 0.0 <= r["acc_hard,none"] <= 1.0
         b = r["breakdown,none"]
         assert b["n_level:easy"] == b["n_level:hard"] == 2 and b["n_capability:spatial understanding"] == 4
-        assert b["n_aspect:Fine 0.0"] == 4
+        assert b["n_aspect:Left and right"] == 4
     # the candidate saw the paper's answer template with four lettered options
     prompt = _samples(out, "autobench")[0]["input"]
     assert "[[A]]" in prompt and "\nD. " in prompt and "Where is the cube?" in prompt
@@ -110,6 +131,23 @@ def test_built_benchmark_runs_through_lmms_eval_with_position_variants(built, tm
     assert proc.returncode == 0, proc.stderr
     bias = json.loads(proc.stdout)
     assert set(bias) == {"uniform", "at_A", "R_A", "at_D", "R_D"}
+
+
+def test_scores_through_lmms_eval_with_a_fixed_answer(built, tmp_path):
+    """lmms-eval's dummy candidate always answers "The answer is [[a]]." (prose, lower case)."""
+    out = tmp_path / "eval"
+    proc = _run([str(BIN / "lmms-eval"), "--model", "dummy", "--model_args", "response=The answer is [[a]].",
+                 "--tasks", "autobench,autobench_posA,autobench_posD", "--output_path", str(out)],
+                tmp_path, "lmms_eval.log", AUTOBENCH_DATASET=str(built))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _, results = _results(out)
+    r = results["results"]
+    assert r["autobench_posA"]["acc,none"] == 1.0 and r["autobench_posD"]["acc,none"] == 0.0
+    assert r["autobench"]["acc,none"] == 0.25  # built letters: one per letter
+    for task in ("autobench", "autobench_posA", "autobench_posD"):
+        assert r[task]["n_unparsed,none"] == 0 and r[task]["pred_letters,none"] == {"A": 4, "B": 0, "C": 0, "D": 0}
+    assert r["autobench_posA"]["acc_easy,none"] == r["autobench_posA"]["acc_hard,none"] == 1.0
+    assert r["autobench_posA"]["breakdown,none"]["acc_aspect:Left and right"] == 1.0
 
 
 def test_examiner_bias_variant_answers_from_the_description(built, tmp_path):
