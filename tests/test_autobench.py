@@ -253,6 +253,15 @@ def test_build_drops_and_counts_malformed_and_failed_items(tmp_path):
     assert result.items == [] and result.dropped_by_reason == {"qa:duplicate_options": 12}
     result, gen = _run(tmp_path / "b", ScriptedExaminer(), gen=FakeGenerator(fail=True))
     assert result.dropped_by_reason == {"draw:generation_failure": 12} and gen.calls == 24
+    # nothing survived: the manifest says why, the task refuses the folder with that hint
+    from lmms_genbench.autobench.dataset import load
+
+    build_benchmark(_cfg(), ScriptedExaminer(duplicate_options=True), FakeGenerator(), tmp_path / "c")
+    man = json.loads((tmp_path / "c" / "manifest.json").read_text())
+    assert man["n_items"] == 0 and man["dropped_by_reason"] == {"qa:duplicate_options": 12}
+    assert len(man["dropped"]) == 12 and man["dropped"][0]["stage"] == "qa"
+    with pytest.raises(FileNotFoundError, match="every item was dropped"):
+        load(str(tmp_path / "c"))
 
 
 def test_semantic_graph_feeds_the_next_description_prompt(tmp_path):

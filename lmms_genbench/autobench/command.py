@@ -73,7 +73,11 @@ def _run_build(args) -> int:
     print(json.dumps({"dataset": f"{args.out}/dataset", "manifest": m_path, "items": m["n_items"],
                       "planned": m["n_planned"], "dropped_by_reason": m["dropped_by_reason"],
                       "answer_letters": m["answer_letters"], "cost_this_run": m["cost_this_run"]}, indent=2))
-    return EXIT_OK if m["n_items"] else EXIT_FAIL
+    if not m["n_items"]:
+        print("lmms-genbench autobench build: error: every item was dropped; no dataset written "
+              f"(see dropped_by_reason in {m_path})", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
 
 
 def _run_cost(args) -> int:

@@ -55,8 +55,15 @@ def to_dataset(items: Sequence[Any]):
 
 def save(items, manifest: dict, out_dir: str | Path, push_to_hub: str | None = None,
          private: bool = True) -> Path:
-    """Write ``<out>/dataset`` and ``<out>/manifest.json``; push when asked."""
+    """Write ``<out>/dataset`` and ``<out>/manifest.json``; push when asked.
+
+    With no item (everything dropped) only the manifest is written: it says why.
+    """
     out = Path(out_dir)
+    if not items:
+        blob = json.dumps(manifest, indent=2, ensure_ascii=False, default=str).encode("utf-8")
+        atomic_write(out / MANIFEST, lambda fh: fh.write(blob))
+        return out / DATASET_DIR
     ds = to_dataset(items)
     ds.save_to_disk(str(out / DATASET_DIR))
     if push_to_hub:
@@ -75,6 +82,11 @@ def load(source: str):
     if path.is_dir():
         if (path / DATASET_DIR).is_dir():
             path = path / DATASET_DIR
+        elif (path / MANIFEST).is_file():
+            raise FileNotFoundError(
+                f"AutoBench dataset: {source!r} holds a manifest but no dataset (every item was "
+                "dropped; see dropped_by_reason in manifest.json)"
+            )
         return datasets.load_from_disk(str(path))
     if path.exists() or source.startswith((".", "/", "~")):
         raise FileNotFoundError(f"AutoBench dataset: {source!r} is not a build or save_to_disk folder")
