@@ -36,7 +36,7 @@ from lmms_genbench.metrics.autobench import (
     score_record,
 )
 
-from ._autobench_fake import FakeGenerator, ScriptedExaminer
+from .test_autobench_fakes import FakeGenerator, ScriptedExaminer
 
 # ---------------------------------------------------------------- graph
 
