@@ -133,10 +133,17 @@ def _add_sdp(subparsers: argparse._SubParsersAction) -> None:
     fetch.set_defaults(func=_run_sdp_fetch_geneval)
 
 
-#: subcommand name -> function adding its parser (later: "autobench", ...)
+def _add_autobench(subparsers: argparse._SubParsersAction) -> None:
+    from lmms_genbench.autobench.command import add_parser
+
+    add_parser(subparsers)
+
+
+#: subcommand name -> function adding its parser
 _SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plot": _add_plot,
     "sdp": _add_sdp,
+    "autobench": _add_autobench,
 }
 
 

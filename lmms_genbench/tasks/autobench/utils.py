@@ -1,0 +1,102 @@
+"""Hooks of the autobench tasks; the scoring lives in lmms_genbench.metrics.autobench."""
+
+from __future__ import annotations
+
+import os
+
+from lmms_genbench.autobench.balance import LETTERS, move_answer
+from lmms_genbench.autobench.prompts import ANSWER, ANSWER_NO_IMAGE, render
+from lmms_genbench.metrics.autobench import AccuracyStats, score_record
+
+DATASET_ENV = "AUTOBENCH_DATASET"
+
+
+def load_docs(dataset):
+    from lmms_genbench.autobench.dataset import load
+
+    source = os.environ.get(DATASET_ENV)
+    if not source:
+        raise ValueError(
+            f"the autobench tasks need the environment variable {DATASET_ENV} set to a build "
+            "folder, a save_to_disk folder or a hub id (from `lmms-genbench autobench build`)"
+        )
+    return load(source)
+
+
+def _moved(dataset, target):
+    def move(doc):
+        doc["options"], doc["answer"] = move_answer(doc["options"], doc["answer"], target)
+        return doc
+
+    return dataset.map(move)
+
+
+def load_docs_pos_a(dataset):
+    return _moved(load_docs(dataset), "A")
+
+
+def load_docs_pos_d(dataset):
+    return _moved(load_docs(dataset), "D")
+
+
+def doc_to_visual(doc):
+    return [doc["image"].convert("RGB")]
+
+
+def doc_to_visual_none(doc):
+    return []
+
+
+def _options(doc):
+    return "\n".join(f"{x}. {o}" for x, o in zip(LETTERS, doc["options"]))
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    return render(ANSWER, aspect=doc["aspect"], question=doc["question"], options=_options(doc))
+
+
+def doc_to_text_noimage(doc, lmms_eval_specific_kwargs=None):
+    return render(ANSWER_NO_IMAGE, aspect=doc["aspect"], question=doc["question"],
+                  options=_options(doc), description=doc["description"])
+
+
+_METRICS = ("acc", "acc_easy", "acc_medium", "acc_hard", "n_docs", "n_unparsed", "breakdown", "pred_letters")
+
+
+def process_results(doc, results):
+    resp = results[0] if results else None
+    rec = score_record(resp if isinstance(resp, str) else None, doc["answer"], doc["level"],
+                       doc["aspect"], doc["capability"])
+    return {m: rec for m in _METRICS}
+
+
+def agg_acc(items):
+    return AccuracyStats.of(items).acc()
+
+
+def agg_acc_easy(items):
+    return AccuracyStats.of(items).acc("level:easy")
+
+
+def agg_acc_medium(items):
+    return AccuracyStats.of(items).acc("level:medium")
+
+
+def agg_acc_hard(items):
+    return AccuracyStats.of(items).acc("level:hard")
+
+
+def agg_n_docs(items):
+    return AccuracyStats.of(items).n
+
+
+def agg_n_unparsed(items):
+    return AccuracyStats.of(items).unparsed
+
+
+def agg_breakdown(items):
+    return AccuracyStats.of(items).breakdown()
+
+
+def agg_pred_letters(items):
+    return AccuracyStats.of(items).pred_letters
