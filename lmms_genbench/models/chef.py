@@ -42,6 +42,7 @@ the generated texts; plus the judge's scores when the recipe asks for them.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -78,6 +79,12 @@ JUDGE_PROMPT = (
 
 def _inner_visuals(doc):
     return doc["visuals"]
+
+
+def _inner_messages(doc):
+    # chat-API models (lmms-eval's default class for e.g. llava_hf) take messages
+    content = [{"type": "image", "url": image} for image in doc["visuals"]]
+    return [{"role": "user", "content": [*content, {"type": "text", "text": doc["context"]}]}]
 
 
 def match_option(text: str, labels: list[str], option_texts: list[str]) -> int:
@@ -131,6 +138,9 @@ class ChefModel(lmms):
             ``judge.<arg>=...``; needed only by recipes with ``judge_samples``.
         judge_temperature: sampling temperature for judge samples after the
             first (the first is greedy).
+        judge_image: also show the judge the question's image (default true:
+            ChEF's GPT-4 judge read text only, but lmms-eval 0.7.3's llava_hf
+            cannot generate from text alone; set false for text judges).
         batch_size, max_batch_size, device: passed by lmms-eval; set
             ``inner.batch_size`` etc. instead.
     """
@@ -145,6 +155,7 @@ class ChefModel(lmms):
         answer_max_new_tokens: int = 32,
         judge: str | None = None,
         judge_temperature: float = 0.7,
+        judge_image: bool = True,
         batch_size: Any = None,
         max_batch_size: Any = None,
         device: Any = None,
@@ -174,6 +185,7 @@ class ChefModel(lmms):
         self.cot_max_new_tokens = optional_int("cot_max_new_tokens", cot_max_new_tokens) or 256
         self.answer_max_new_tokens = optional_int("answer_max_new_tokens", answer_max_new_tokens) or 32
         self.judge_temperature = float(judge_temperature)
+        self.judge_image = judge_image not in (False, "false", "False", 0, "0")
 
         from lmms_eval.models import get_model
 
@@ -204,14 +216,27 @@ class ChefModel(lmms):
         """Send ``(context, gen_kwargs or continuation, images)`` requests to ``model``."""
         if not items:
             return []
-        docs = [{"visuals": images} for _, _, images in items]
+        from lmms_eval.api.instance import unwrap_generation_output
+
+        docs = [{"visuals": images, "context": ctx} for ctx, _, images in items]
         model.task_dict = {INNER_TASK: {INNER_SPLIT: docs}}
-        requests = [
-            Instance(request_type=kind, arguments=(ctx, arg, _inner_visuals, i, INNER_TASK, INNER_SPLIT), idx=0,
-                     metadata={"task": INNER_TASK, "doc_id": i, "repeats": 1})
-            for i, (ctx, arg, _) in enumerate(items)
-        ]
-        return getattr(model, kind)(requests)
+        chat = kind == "generate_until" and not getattr(model, "is_simple", True)
+        requests = []
+        for i, (ctx, arg, _) in enumerate(items):
+            arg = copy.deepcopy(arg)  # models mutate gen_kwargs (pop "until")
+            args = ((ctx, _inner_messages, arg, i, INNER_TASK, INNER_SPLIT) if chat
+                    else (ctx, arg, _inner_visuals, i, INNER_TASK, INNER_SPLIT))
+            requests.append(Instance(request_type=kind, arguments=args, idx=0,
+                                     metadata={"task": INNER_TASK, "doc_id": i, "repeats": 1}))
+        try:
+            out = getattr(model, kind)(requests)
+        finally:
+            model.task_dict = {}
+        if len(out) != len(items):
+            raise RuntimeError(f"inner model returned {len(out)} results for {len(items)} {kind} requests")
+        if kind == "generate_until":
+            return [unwrap_generation_output(o)[0] for o in out]
+        return out
 
     def _gen_kwargs(self, max_new_tokens: int, temperature: float = 0.0) -> dict[str, Any]:
         return {"until": [], "max_new_tokens": max_new_tokens, "temperature": temperature,
@@ -317,7 +342,8 @@ class ChefModel(lmms):
             prompt = JUDGE_PROMPT.format(question=j["payload"]["question"], answer=j["payload"]["gold_text"],
                                          reasoning=reasoning.strip())
             for s in range(j["payload"]["judge_samples"]):
-                items.append((prompt, self._gen_kwargs(8, 0.0 if s == 0 else self.judge_temperature), []))
+                images = j["images"][-1:] if self.judge_image else []
+                items.append((prompt, self._gen_kwargs(8, 0.0 if s == 0 else self.judge_temperature), images))
                 owners.append(j)
         texts = self._call(self.judge, "generate_until", items)
         for j, text in zip(owners, texts):
