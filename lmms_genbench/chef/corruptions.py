@@ -11,7 +11,8 @@ family, synthesised with numpy and PIL only: ``gaussian_noise`` (noise),
 ``gaussian_blur`` (blur), ``fog`` (weather: multi-octave value noise),
 ``jpeg`` and ``pixelate`` (digital). Text corruptions follow Chen et al. (2023b)
 at three levels: ``char`` (typo: insert, delete, swap or replace one letter in a
-share of words), ``word`` (delete, duplicate or swap neighbouring words) and
+share of words), ``word`` (delete, duplicate or swap neighbouring words; both
+edit ``max(1, round(10·severity % of the words))`` positions) and
 ``sentence`` (append an unrelated sentence from a fixed pool; the paper's
 back-translation and style transfer need a model and are left out). Option
 shuffling permutes the options and moves the gold index with them.
@@ -139,30 +140,42 @@ def _typo(word: str, rng: np.random.Generator) -> str:
     return word[:i] + letters[int(rng.integers(26))] + word[i + 1:]  # replace
 
 
+def _n_edits(n: int, rate: float) -> int:
+    # at least one edit, so a corrupted variant always differs from the clean one
+    return min(n, max(1, round(rate * n)))
+
+
 def _char(text: str, rate: float, rng: np.random.Generator) -> str:
     words = text.split(" ")
-    return " ".join(_typo(w, rng) if w.isalpha() and rng.random() < rate else w for w in words)
+    candidates = [i for i, w in enumerate(words) if any(c.isalpha() for c in w)]
+    if not candidates:
+        return text
+    for i in sorted(rng.choice(candidates, size=_n_edits(len(candidates), rate), replace=False)):
+        words[i] = _typo(words[i], rng)
+    return " ".join(words)
 
 
 def _word(text: str, rate: float, rng: np.random.Generator) -> str:
     words = text.split(" ")
+    if len(words) < 2:
+        return text
+    picked = {int(i) for i in rng.choice(len(words), size=_n_edits(len(words), rate), replace=False)}
     out: list[str] = []
     i = 0
     while i < len(words):
         w = words[i]
-        if rng.random() < rate and len(words) > 1:
+        if i in picked:
             op = int(rng.integers(3))
             if op == 0:  # delete
                 i += 1
                 continue
-            if op == 1:  # duplicate
+            if op == 1 or i + 1 == len(words):  # duplicate
                 out += [w, w]
                 i += 1
                 continue
-            if i + 1 < len(words):  # swap with the next word
-                out += [words[i + 1], w]
-                i += 2
-                continue
+            out += [words[i + 1], w]  # swap with the next word
+            i += 2
+            continue
         out.append(w)
         i += 1
     return " ".join(out)
@@ -190,7 +203,7 @@ TEXT_CORRUPTIONS: dict[str, Callable[[str, float, np.random.Generator], str]] = 
 
 
 def corrupt_text(text: str, level: str, severity: int, seed: int, key: str) -> str:
-    """``text`` corrupted at ``level`` (char, word, sentence); severity s touches 10·s % of words."""
+    """``text`` corrupted at ``level`` (char, word, sentence); severity s edits 10·s % of words (at least one)."""
     if level not in TEXT_CORRUPTIONS:
         raise ValueError(f"text corruption level must be one of {sorted(TEXT_CORRUPTIONS)}, got {level!r}")
     rate = 0.1 * _check_severity(severity)

@@ -16,6 +16,9 @@ Recipe keys (all optional except ``scenario``)::
     instruction:  {query: "{hint}{question}\\nOptions: {options}",
                    answer_prompt: "Answer:", answer_template: "({label}) {text}"}
     inferencer:   direct | ppl | cot | multiturn
+    desideratum:  accuracy (default) | calibration | in_context_learning |
+                  instruction_following | robustness | hallucination |
+                  language_performance — picks the metric family (chef/scoring.py)
     seed:         int (corruptions, shuffling, random in-context examples)
     variants:     list of {name, image: {corruption, severity}, text: {level, severity},
                   shuffle: true, verbalizer: <setting>, ice: {retriever, shots}};
@@ -306,6 +309,11 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     inferencer = recipe.get("inferencer", "multiturn")
     if inferencer not in INFERENCERS:
         raise ValueError(f"recipe inferencer must be one of {INFERENCERS}, got {inferencer!r}")
+    desideratum = recipe.get("desideratum", "accuracy")
+    from .scoring import FAMILIES
+
+    if desideratum not in FAMILIES:
+        raise ValueError(f"recipe desideratum must be one of {sorted(FAMILIES)}, got {desideratum!r}")
     seed = int(recipe.get("seed", 0))
     instr = _instruction(recipe)
     item = normalize(doc, recipe)
@@ -352,7 +360,7 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
             "option_texts": options, "gold": gold, "visuals": vis,
         })
     return {
-        "chef": 1, "key": item.key, "inferencer": inferencer,
+        "chef": 1, "key": item.key, "inferencer": inferencer, "desideratum": desideratum,
         "answer_prompt": instr["answer_prompt"], "judge_samples": int(recipe.get("judge_samples", 0)),
         "question": item.question, "gold_text": item.options[item.gold], "variants": out,
     }

@@ -44,10 +44,20 @@ from lmms_genbench.metrics.chef import (
 )
 
 N_BINS = 10
-_FIXED = ["acc", "acc_rand", "n_docs", "n_failed", "n_unmatched", "ece", "ece_equal_width", "riam",
-          "match_ratio", "rrm", "rr", "pope_accuracy", "pope_precision", "pope_recall", "pope_f1",
-          "pope_yes_ratio", "judge_score", "n_judged", "n_judge_failed"]
 _BINS = [f"bin{b}_{k}" for b in range(N_BINS) for k in ("acc", "conf", "n")]
+_COUNTS = ["n_docs", "n_failed", "n_unmatched"]
+#: desideratum -> (metric names, per-variant metric prefixes for the non-reference variants).
+#: A task's metric_list must name exactly these: lmms-eval 0.7.3 writes any emitted
+#: name it has no aggregation for into the results file as the raw per-doc list.
+FAMILIES: dict[str, tuple[list[str], tuple[str, ...]]] = {
+    "accuracy": (["acc", "acc_rand", *_COUNTS], ("acc",)),
+    "calibration": (["acc", "acc_rand", "ece", "ece_equal_width", *_BINS, *_COUNTS], ()),
+    "in_context_learning": (["acc", "acc_rand", "riam", *_COUNTS], ("acc", "riam")),
+    "instruction_following": (["acc", "acc_rand", "match_ratio", *_COUNTS], ("acc", "match_ratio")),
+    "robustness": (["acc", "acc_rand", "rrm", "rr", *_COUNTS], ("acc", "rrm", "rr")),
+    "hallucination": (["pope_accuracy", "pope_precision", "pope_recall", "pope_f1", "pope_yes_ratio", *_COUNTS], ()),
+    "language_performance": (["acc", "acc_rand", "judge_score", "n_judged", "n_judge_failed", *_COUNTS], ()),
+}
 _PER_VARIANT = ("acc", "riam", "match_ratio", "rrm", "rr")
 
 
@@ -58,27 +68,32 @@ def record(response: str) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {"failed": True, "reason": f"response is not chef JSON: {str(response)[:200]!r}"}
     if not isinstance(data, dict) or data.get("error") or "variants" not in data:
-        return {"failed": True, "reason": str(data.get("error") if isinstance(data, dict) else data)[:500]}
+        reason = data.get("error") if isinstance(data, dict) else data
+        return {"failed": True, "reason": str(reason)[:500],
+                "desideratum": data.get("desideratum") if isinstance(data, dict) else None}
     variants = [
         {"name": v["name"], "pred": int(v["pred"]), "gold": int(v["gold"]), "n": int(v["n_options"]),
          "conf": v.get("confidence")}
         for v in data["variants"]
     ]
     judge = data.get("judge") or {}
-    return {"failed": False, "variants": variants, "judge": judge.get("scores"),
-            "judge_failed": int(judge.get("failed", 0))}
+    return {"failed": False, "desideratum": data.get("desideratum", "accuracy"), "variants": variants,
+            "judge": judge.get("scores"), "judge_failed": int(judge.get("failed", 0))}
 
 
-def metric_names(rec: dict[str, Any]) -> list[str]:
-    names = list(_FIXED) + _BINS
-    for v in rec.get("variants") or []:
-        names += [f"{m}_{v['name']}" for m in _PER_VARIANT]
-    return names
+def metric_names(rec: dict[str, Any], variant_names: list[str] | None = None) -> list[str]:
+    """The metric names a record feeds: its desideratum's family (see :data:`FAMILIES`)."""
+    fixed, per_variant = FAMILIES[rec.get("desideratum") or "accuracy"]
+    names = variant_names if variant_names is not None else [v["name"] for v in rec.get("variants") or []]
+    return [*fixed, *(f"{m}_{n}" for m in per_variant for n in names[1:])]
 
 
 def process_results(doc, results):
     rec = record(results[0])
-    return {name: (name, rec) for name in metric_names(rec)}
+    if rec["failed"] and rec.get("desideratum") is None:
+        # no variant names to go by: feed only the counters (n_failed counts it)
+        return {name: (name, rec) for name in _COUNTS}
+    return {name: (name, rec) for name in metric_names(rec, rec.get("variant_names"))}
 
 
 def _acc(recs, idx: int) -> float:

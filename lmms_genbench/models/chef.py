@@ -274,7 +274,8 @@ class ChefModel(lmms):
                 logger.warning("chef: request %d (%s doc %s) failed: %s", r, task, doc_id, exc)
                 outputs.append({"error": f"{type(exc).__name__}: {exc}"})
                 continue
-            out = {"key": payload["key"], "inferencer": payload["inferencer"], "inner": self.inner_name, "variants": []}
+            out = {"key": payload["key"], "inferencer": payload["inferencer"], "desideratum": payload.get("desideratum"),
+                   "inner": self.inner_name, "variants": []}
             outputs.append(out)
             for v in payload["variants"]:
                 rec = {"name": v["name"], "gold": v["gold"], "n_options": len(v["options"]), "pred": -1}
