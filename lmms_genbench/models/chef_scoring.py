@@ -42,8 +42,13 @@ def option_logprob(inner: Any, context: str, continuation: str, images: list) ->
                                            add_generation_prompt=True, chat_template=template)
     kwargs = {"images": images} if images else {}
     full = processor(text=[prompt + continuation], return_tensors="pt", **kwargs).to(model.device, model.dtype)
-    n_ctx = processor(text=[prompt], return_tensors="pt", **kwargs)["input_ids"].shape[1]
+    ctx_ids = processor(text=[prompt], return_tensors="pt", **kwargs)["input_ids"][0]
+    n_ctx = ctx_ids.shape[0]
     ids = full["input_ids"][0]
+    if not bool((ids[:n_ctx].cpu() == ctx_ids).all()):
+        # the option would merge with the context's last token: its tokens are not separable
+        raise ValueError(f"continuation {continuation!r} changes the tokenisation of the context; "
+                         "start options with a space")
     n = ids.shape[0] - n_ctx
     if n <= 0:
         raise ValueError(f"continuation {continuation!r} adds no tokens after the context")
