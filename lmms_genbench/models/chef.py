@@ -309,7 +309,13 @@ class ChefModel(lmms):
         if self.ppl == "hf":
             from .chef_scoring import option_logprob
 
-            lls = [(-option_logprob(self.inner, ctx, cont, imgs)[0], False) for ctx, cont, imgs in items]
+            lls = []
+            for ctx, cont, imgs in items:
+                try:
+                    lls.append((-option_logprob(self.inner, ctx, cont, imgs)[0], False))
+                except ValueError as exc:  # this option cannot be scored: the doc's pred becomes -1
+                    logger.warning("chef: option %r not scored: %s", cont, exc)
+                    lls.append((float("nan"), False))
         else:
             lls = self._call(self.inner, "loglikelihood", items)
         scored: dict[int, list] = {}
