@@ -1,10 +1,11 @@
 """Per-document records and aggregations for the ``chef_*`` tasks.
 
 ``process_results`` turns the ``chef`` model's JSON response into one small
-record and hands it to every metric name as ``(name, record)``; the single
-aggregation :func:`aggregate` reads the name back and computes that metric
-over all records. So a YAML ``metric_list`` picks any of the names below with
-the same two functions, and a new recipe needs no new Python.
+record and hands it, as ``(name, record)``, to every metric name of the
+recipe's desideratum family (:data:`FAMILIES`); the single aggregation
+:func:`aggregate` reads the name back and computes that metric over all
+records. A task's ``metric_list`` names exactly its family (a test checks
+every shipped YAML), and a new recipe needs no new Python.
 
 Names (``<v>`` is a variant name; the first variant is the reference):
 
