@@ -139,11 +139,51 @@ def _add_autobench(subparsers: argparse._SubParsersAction) -> None:
     add_parser(subparsers)
 
 
+def _run_chef_summary(args: argparse.Namespace) -> int:
+    from lmms_genbench.chef.summary import write_summary
+
+    if args.label is not None and len(args.label) != len(args.results):
+        print(
+            f"lmms-genbench chef summary: error: got {len(args.label)} --label value(s) for "
+            f"{len(args.results)} results file(s); give one per file, in the same order",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    written, errors = write_summary(args.results, args.out, args.label)
+    for error in errors:
+        print(f"lmms-genbench chef summary: error: {error}", file=sys.stderr)
+    for path in written:
+        print(path)
+    return EXIT_USAGE if errors or not written else EXIT_OK
+
+
+def _add_chef(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("chef", help="ChEF desiderata: summary scores and figures")
+    sub = parser.add_subparsers(dest="chef_command", required=True, metavar="{summary}")
+    summary = sub.add_parser(
+        "summary",
+        help="0-100 desideratum scores and a radar/bar chart from chef_* results files",
+        description=(
+            "Read lmms-eval results files of chef_* tasks (one model each; files with the same "
+            "label are merged), average each desideratum over its scenarios, normalise to 0-100 "
+            "and write chef_summary.json, chef_desiderata.png and chef_reliability.png."
+        ),
+    )
+    summary.add_argument("results", nargs="+", metavar="RESULTS.json", help="lmms-eval <date>_results.json files")
+    summary.add_argument("--out", metavar="DIR", required=True, help="output folder (created if missing)")
+    summary.add_argument(
+        "--label", metavar="NAME", nargs="+", default=None,
+        help="model label per results file, in order (same label = same model); default: model + model_args",
+    )
+    summary.set_defaults(func=_run_chef_summary)
+
+
 #: subcommand name -> function adding its parser
 _SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plot": _add_plot,
     "sdp": _add_sdp,
     "autobench": _add_autobench,
+    "chef": _add_chef,
 }
 
 

@@ -18,6 +18,7 @@ TASKS_DIR = str(Path(__file__).resolve().parent / "tasks")
 _MODELS = {
     "cycle": "lmms_genbench.models.cycle.CycleModel",
     "t2i": "lmms_genbench.models.t2i.TextToImageModel",
+    "chef": "lmms_genbench.models.chef.ChefModel",
 }
 
 

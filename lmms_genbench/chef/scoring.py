@@ -1,0 +1,182 @@
+"""Per-document records and aggregations for the ``chef_*`` tasks.
+
+``process_results`` turns the ``chef`` model's JSON response into one small
+record and hands it, as ``(name, record)``, to every metric name of the
+recipe's desideratum family (:data:`FAMILIES`); the single aggregation
+:func:`aggregate` reads the name back and computes that metric over all
+records. A task's ``metric_list`` names exactly its family (a test checks
+every shipped YAML), and a new recipe needs no new Python.
+
+Names (``<v>`` is a variant name; the first variant is the reference):
+
+* ``acc``, ``acc_<v>``, ``acc_rand`` (mean 1/#options), ``n_docs``, ``n_failed``,
+  ``n_unmatched`` (Direct/CoT answers matching no option, counted wrong)
+* calibration (first variant, needs PPL scores): ``ece`` (ChEF, 10 equal-mass
+  bins), ``ece_equal_width`` (10 bins), ``bin<b>_acc``/``bin<b>_conf``/``bin<b>_n``
+* in-context learning: ``riam`` (acc_ICL = mean accuracy of the other
+  variants), ``riam_<v>``
+* instruction following: ``match_ratio`` (mean over the other variants),
+  ``match_ratio_<v>``
+* robustness: ``rrm``, ``rr`` (acc_crp = mean accuracy of the other variants),
+  ``rrm_<v>``, ``rr_<v>``
+* hallucination (option 0 = "Yes"): ``pope_accuracy``, ``pope_precision``,
+  ``pope_recall``, ``pope_f1``, ``pope_yes_ratio``
+* language performance: ``judge_score`` (0–10, mean over docs of each doc's
+  mean over judge samples), ``n_judged``, ``n_judge_failed``
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from lmms_genbench.metrics.chef import (
+    EqualWidthECE,
+    PopeCounts,
+    ece_equal_mass,
+    match_ratio,
+    random_accuracy,
+    riam,
+    rr,
+    rrm,
+)
+
+N_BINS = 10
+_BINS = [f"bin{b}_{k}" for b in range(N_BINS) for k in ("acc", "conf", "n")]
+_COUNTS = ["n_docs", "n_failed", "n_unmatched"]
+#: desideratum -> (metric names, per-variant metric prefixes for the non-reference variants).
+#: A task's metric_list must name exactly these: lmms-eval 0.7.3 writes any emitted
+#: name it has no aggregation for into the results file as the raw per-doc list.
+FAMILIES: dict[str, tuple[list[str], tuple[str, ...]]] = {
+    "accuracy": (["acc", "acc_rand", *_COUNTS], ("acc",)),
+    "calibration": (["acc", "acc_rand", "ece", "ece_equal_width", *_BINS, *_COUNTS], ()),
+    "in_context_learning": (["acc", "acc_rand", "riam", *_COUNTS], ("acc", "riam")),
+    "instruction_following": (["acc", "acc_rand", "match_ratio", *_COUNTS], ("acc", "match_ratio")),
+    "robustness": (["acc", "acc_rand", "rrm", "rr", *_COUNTS], ("acc", "rrm", "rr")),
+    "hallucination": (["pope_accuracy", "pope_precision", "pope_recall", "pope_f1", "pope_yes_ratio", *_COUNTS], ()),
+    "language_performance": (["acc", "acc_rand", "judge_score", "n_judged", "n_judge_failed", *_COUNTS], ()),
+}
+_PER_VARIANT = ("acc", "riam", "match_ratio", "rrm", "rr")
+
+
+def record(response: str) -> dict[str, Any]:
+    """The per-doc record kept from one ``chef`` response (a few numbers per variant)."""
+    try:
+        data = json.loads(response)
+    except (TypeError, ValueError):
+        return {"failed": True, "reason": f"response is not chef JSON: {str(response)[:200]!r}"}
+    if not isinstance(data, dict) or data.get("error") or "variants" not in data:
+        reason = data.get("error") if isinstance(data, dict) else data
+        return {"failed": True, "reason": str(reason)[:500],
+                "desideratum": data.get("desideratum") if isinstance(data, dict) else None}
+    variants = [
+        {"name": v["name"], "pred": int(v["pred"]), "gold": int(v["gold"]), "n": int(v["n_options"]),
+         "conf": v.get("confidence")}
+        for v in data["variants"]
+    ]
+    judge = data.get("judge") or {}
+    return {"failed": False, "desideratum": data.get("desideratum", "accuracy"), "variants": variants,
+            "judge": judge.get("scores"), "judge_failed": int(judge.get("failed", 0))}
+
+
+def metric_names(rec: dict[str, Any], variant_names: list[str] | None = None) -> list[str]:
+    """The metric names a record feeds: its desideratum's family (see :data:`FAMILIES`)."""
+    fixed, per_variant = FAMILIES[rec.get("desideratum") or "accuracy"]
+    names = variant_names if variant_names is not None else [v["name"] for v in rec.get("variants") or []]
+    return [*fixed, *(f"{m}_{n}" for m in per_variant for n in names[1:])]
+
+
+def process_results(doc, results):
+    rec = record(results[0])
+    if rec["failed"] and rec.get("desideratum") is None:
+        # no variant names to go by: feed only the counters (n_failed counts it)
+        return {name: (name, rec) for name in _COUNTS}
+    return {name: (name, rec) for name in metric_names(rec, rec.get("variant_names"))}
+
+
+def _acc(recs, idx: int) -> float:
+    vals = [float(r["variants"][idx]["pred"] == r["variants"][idx]["gold"]) for r in recs]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def _mean(xs) -> float:
+    xs = [x for x in xs if x is not None and math.isfinite(x)]
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def aggregate(items) -> float:
+    """Value of the metric named in ``items`` (all ``(name, record)`` with one name)."""
+    if not items:
+        return float("nan")
+    name = items[0][0]
+    recs = [r for _, r in items]
+    ok = [r for r in recs if not r["failed"]]
+    if name == "n_docs":
+        return float(len(recs))
+    if name == "n_failed":
+        return float(len(recs) - len(ok))
+    if not ok:
+        return float("nan")
+    names = [v["name"] for v in ok[0]["variants"]]
+    if name == "n_unmatched":
+        return float(sum(v["pred"] < 0 for r in ok for v in r["variants"]))
+    if name == "acc":
+        return _acc(ok, 0)
+    if name == "acc_rand":
+        return random_accuracy([r["variants"][0]["n"] for r in ok])
+    acc_rand = random_accuracy([r["variants"][0]["n"] for r in ok])
+    others = list(range(1, len(names)))
+    acc_other = _mean([_acc(ok, i) for i in others])
+    if name in ("ece", "ece_equal_width") or name.startswith("bin"):
+        pairs = [(r["variants"][0]["conf"], float(r["variants"][0]["pred"] == r["variants"][0]["gold"]))
+                 for r in ok if r["variants"][0]["conf"] is not None]
+        if not pairs:
+            return float("nan")
+        conf, corr = zip(*pairs)
+        if name == "ece":
+            return ece_equal_mass(conf, corr, N_BINS)
+        ew = EqualWidthECE(N_BINS).update(conf, corr)
+        if name == "ece_equal_width":
+            return ew.value()
+        b, _, kind = name[3:].partition("_")
+        row = ew.reliability()[int(b)]
+        return float({"acc": row["accuracy"], "conf": row["confidence"], "n": row["count"]}[kind])
+    if name == "riam":
+        return riam(acc_other, _acc(ok, 0), acc_rand)
+    if name == "rrm":
+        return rrm(acc_other, _acc(ok, 0), acc_rand)
+    if name == "rr":
+        return rr(acc_other, _acc(ok, 0))
+    if name == "match_ratio":
+        return _mean([match_ratio([r["variants"][i]["pred"] for r in ok], [r["variants"][0]["pred"] for r in ok])
+                      for i in others])
+    if name.startswith("pope_"):
+        counts = PopeCounts()
+        for r in ok:
+            v = r["variants"][0]
+            counts.add(v["pred"] == 0, v["gold"] == 0)
+        key = name[len("pope_"):]
+        return counts.metrics()[key]
+    if name == "judge_score":
+        return _mean([_mean(r["judge"]) for r in ok if r["judge"]])
+    if name == "n_judged":
+        return float(sum(1 for r in ok if r["judge"] and math.isfinite(_mean(r["judge"]))))
+    if name == "n_judge_failed":
+        return float(sum(r["judge_failed"] for r in ok))
+    for metric in _PER_VARIANT:
+        prefix = metric + "_"
+        if name.startswith(prefix) and name[len(prefix):] in names:
+            i = names.index(name[len(prefix):])
+            if metric == "acc":
+                return _acc(ok, i)
+            if metric == "riam":
+                return riam(_acc(ok, i), _acc(ok, 0), acc_rand)
+            if metric == "rrm":
+                return rrm(_acc(ok, i), _acc(ok, 0), acc_rand)
+            if metric == "rr":
+                return rr(_acc(ok, i), _acc(ok, 0))
+            return match_ratio([r["variants"][i]["pred"] for r in ok], [r["variants"][0]["pred"] for r in ok])
+    return float("nan")

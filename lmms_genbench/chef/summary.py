@@ -1,0 +1,207 @@
+"""ChEF summary: lmms-eval results of the ``chef_*`` tasks -> 0–100 desideratum scores and figures.
+
+    lmms-genbench chef summary RESULTS.json [RESULTS.json ...] [--label NAME ...] --out DIR
+
+Each results file belongs to one model; files with the same label (by default
+the model and its model_args, :func:`lmms_genbench.plots.label_from_config`)
+are merged, so the six desiderata may come from separate runs. Per desideratum
+the raw metric is averaged over the scenarios (tasks) present and mapped to
+0–100 by :func:`lmms_genbench.metrics.chef.desideratum_score`:
+
+==========================  ================  =========================
+desideratum                 tasks             raw metric
+==========================  ================  =========================
+calibration                 chef_calibration_*  ece (ChEF's equal-mass)
+in_context_learning         chef_icl_*          riam
+instruction_following       chef_insfollow_*    match_ratio
+language_performance        chef_language_*     judge_score (0–10)
+robustness                  chef_robustness_*   rrm
+hallucination               chef_hallucination_*  pope_accuracy
+==========================  ================  =========================
+
+Writes ``chef_summary.json``, ``chef_desiderata.png`` (radar with three or more
+desiderata, else bars; one polygon or bar group per model) and, when
+calibration bins are present, ``chef_reliability.png`` (one panel per model).
+matplotlib draws on its Agg canvas directly; no global state changes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lmms_genbench.metrics.chef import DESIDERATA, desideratum_score
+
+SOURCES = {
+    "calibration": ("chef_calibration_", "ece"),
+    "in_context_learning": ("chef_icl_", "riam"),
+    "instruction_following": ("chef_insfollow_", "match_ratio"),
+    "language_performance": ("chef_language_", "judge_score"),
+    "robustness": ("chef_robustness_", "rrm"),
+    "hallucination": ("chef_hallucination_", "pope_accuracy"),
+}
+SHORT = {"calibration": "Calibration", "in_context_learning": "ICL", "instruction_following": "Ins. follow.",
+         "language_performance": "Lang. perf.", "robustness": "Robustness", "hallucination": "Hallucination"}
+SUMMARY_FILENAME = "chef_summary.json"
+FIGURE_FILENAME = "chef_desiderata.png"
+RELIABILITY_FILENAME = "chef_reliability.png"
+
+
+class SummaryError(ValueError):
+    """A results file cannot be used."""
+
+
+@dataclass
+class ModelSummary:
+    label: str
+    raw: dict[str, float] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+    tasks: dict[str, list[str]] = field(default_factory=dict)
+    reliability: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SummaryError(f"{path}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise SummaryError(f"{path}: cannot read as JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise SummaryError(f"{path}: no 'results' mapping; is this an lmms-eval *_results.json?")
+    if not any(t.startswith("chef_") for t in data["results"]):
+        raise SummaryError(f"{path}: no chef_* task in this results file")
+    return data
+
+
+def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> tuple[list[ModelSummary], list[str]]:
+    """Scores per model label; returns (summaries in first-seen order, error messages)."""
+    from lmms_genbench.plots import label_from_config
+
+    errors: list[str] = []
+    values: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    reliab: dict[str, dict[str, list[dict[str, float]]]] = {}
+    for i, path in enumerate(paths):
+        path = Path(path)
+        try:
+            data = _read(path)
+        except SummaryError as exc:
+            errors.append(str(exc))
+            continue
+        label = labels[i] if labels else label_from_config(data.get("config"), path.stem)
+        per = values.setdefault(label, {d: [] for d in DESIDERATA})
+        for task, metrics in data["results"].items():
+            flat = {k.split(",")[0]: v for k, v in metrics.items() if isinstance(k, str) and "," in k}
+            for des, (prefix, metric) in SOURCES.items():
+                if task.startswith(prefix) and (v := _number(flat.get(metric))) is not None:
+                    per[des].append((task, v))
+            if task.startswith("chef_calibration_") and "bin0_n" in flat:
+                reliab.setdefault(label, {})[task] = [
+                    {k: _number(flat.get(f"bin{b}_{k}")) for k in ("acc", "conf", "n")} for b in range(10)
+                ]
+    out = []
+    for label, per in values.items():
+        s = ModelSummary(label, reliability=reliab.get(label, {}))
+        for des in DESIDERATA:
+            if per[des]:
+                raw = sum(v for _, v in per[des]) / len(per[des])
+                s.raw[des] = raw
+                s.scores[des] = desideratum_score(des, raw)
+                s.tasks[des] = [t for t, _ in per[des]]
+        out.append(s)
+    return out, errors
+
+
+def _figure(width: float, height: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def draw_desiderata(summaries: Sequence[ModelSummary], out_file: Path) -> Path:
+    """Radar (three or more desiderata with scores) or grouped bars, one series per model."""
+    import numpy as np
+
+    axes_names = [d for d in DESIDERATA if any(not math.isnan(s.scores.get(d, math.nan)) for s in summaries)]
+    if not axes_names:
+        raise SummaryError("no desideratum has a finite score in these results")
+    fig = _figure(7, 6)
+    if len(axes_names) >= 3:
+        ax = fig.add_subplot(projection="polar")
+        angles = np.linspace(0, 2 * np.pi, len(axes_names), endpoint=False)
+        for s in summaries:
+            vals = [s.scores.get(d, math.nan) for d in axes_names]
+            vals = [0.0 if math.isnan(v) else v for v in vals]  # missing drawn at the centre
+            ax.plot([*angles, angles[0]], [*vals, vals[0]], marker="o", label=s.label)
+            ax.fill([*angles, angles[0]], [*vals, vals[0]], alpha=0.1)
+        ax.set_xticks(angles, [SHORT[d] for d in axes_names])
+        ax.set_ylim(0, 100)
+    else:
+        ax = fig.add_subplot()
+        width = 0.8 / max(1, len(summaries))
+        x = np.arange(len(axes_names))
+        for i, s in enumerate(summaries):
+            ax.bar(x + i * width, [s.scores.get(d, math.nan) for d in axes_names], width, label=s.label)
+        ax.set_xticks(x + width * (len(summaries) - 1) / 2, [SHORT[d] for d in axes_names])
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("score (0–100)")
+    ax.set_title("ChEF desiderata (0–100)")
+    ax.legend(loc="upper right", bbox_to_anchor=(1.1, 1.12), fontsize=8)
+    fig.savefig(out_file)
+    return out_file
+
+
+def draw_reliability(summaries: Sequence[ModelSummary], out_file: Path) -> Path | None:
+    """Equal-width reliability diagram per model (first calibration task of each)."""
+    panels = [(s.label, task, bins) for s in summaries for task, bins in list(s.reliability.items())[:1]]
+    if not panels:
+        return None
+    fig = _figure(4 * len(panels), 4)
+    for i, (label, task, bins) in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), i + 1)
+        centres = [(b + 0.5) / 10 for b in range(10)]
+        accs = [row["acc"] if row["acc"] is not None else 0.0 for row in bins]
+        ax.bar(centres, accs, width=0.1, edgecolor="black", label="accuracy")
+        ax.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("confidence")
+        ax.set_ylabel("accuracy")
+        ax.set_title(f"{label}\n{task}", fontsize=8)
+        ax.legend(fontsize=7)
+    fig.savefig(out_file)
+    return out_file
+
+
+def write_summary(paths, out_dir, labels=None) -> tuple[list[Path], list[str]]:
+    """Everything the command does; returns (written files, errors)."""
+    summaries, errors = summarize(paths, labels)
+    if not summaries:
+        return [], errors or ["no usable results file"]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    payload = {s.label: {"scores": s.scores, "raw": s.raw, "tasks": s.tasks} for s in summaries}
+    summary_file = out / SUMMARY_FILENAME
+    summary_file.write_text(json.dumps(payload, indent=2, allow_nan=True), encoding="utf-8")
+    written = [summary_file]
+    try:
+        written.append(draw_desiderata(summaries, out / FIGURE_FILENAME))
+    except SummaryError as exc:
+        errors.append(str(exc))
+    rel = draw_reliability(summaries, out / RELIABILITY_FILENAME)
+    if rel:
+        written.append(rel)
+    return written, errors

@@ -1,0 +1,266 @@
+"""ChEF desiderata metrics (paper 004, §2.3 and Fig. 5), numpy only.
+
+Every quantity here is either a pure function of a few accuracies or an
+accumulator whose state is sufficient statistics (counts and sums) with
+``merge``, so per-process partial results combine exactly. The one exception
+is ChEF's equal-mass ECE: its bins are quantiles of the confidence, so it needs
+every ``(confidence, correct)`` pair; those pairs are two numbers per doc.
+
+Formulas (paper numbering) and where ChEF's code differs (REFERENCE_NOTES):
+
+* PPL confidence: softmax over the options' scores, the score being the mean
+  token log-probability of the option (ChEF's PPL inferencer). See
+  :func:`softmax_confidence`.
+* ECE (Naeini et al. 2015; Guo et al. 2017): ``Σ_b |B_b|/N · |acc(B_b) − conf(B_b)|``.
+  ChEF sorts by confidence and cuts into 10 equal-count bins
+  (:func:`ece_equal_mass`); the common variant uses 10 equal-width bins on
+  [0, 1] (:class:`EqualWidthECE`).
+* RIAM, Eq. (1): ``(acc_ICL − acc_0shot) / (acc_0shot − acc_rand)``; in ChEF's
+  code this formula is commented out, only accuracies are printed.
+* RRM, Eq. (2): ``(acc_crp − acc_rand) / (acc − acc_rand)``; RR (relative
+  robustness, Chen et al. 2023b) ``= acc_crp / acc``.
+* Match ratio (instruction following): share of samples whose option index
+  chosen under a verbalizer equals the index chosen without it (ChEF's code;
+  the paper says "outputs matched with the outputs indicated by the verbalizer").
+* POPE: accuracy, precision, recall, F1 with "yes" as the positive class, and
+  the share of "yes" answers.
+* Normalised 0–100 desideratum scores (Fig. 5): see :func:`desideratum_score`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "DESIDERATA",
+    "EqualWidthECE",
+    "PopeCounts",
+    "desideratum_score",
+    "ece_equal_mass",
+    "match_ratio",
+    "random_accuracy",
+    "riam",
+    "rr",
+    "rrm",
+    "softmax_confidence",
+]
+
+DESIDERATA = (
+    "calibration",
+    "in_context_learning",
+    "instruction_following",
+    "language_performance",
+    "robustness",
+    "hallucination",
+)
+
+
+def softmax_confidence(scores: Sequence[float]) -> np.ndarray:
+    """Softmax over option scores (higher = more likely), as ChEF's PPL inferencer.
+
+    With mean token log-probabilities as scores this is *not* a normalised
+    probability of the option strings; it is ChEF's definition of confidence.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or s.size == 0 or not np.all(np.isfinite(s)):
+        raise ValueError(f"scores must be a non-empty 1-d sequence of finite numbers, got {scores!r}")
+    e = np.exp(s - s.max())
+    return e / e.sum()
+
+
+def _pairs(confidences: Iterable[float], correct: Iterable[float]) -> tuple[np.ndarray, np.ndarray]:
+    conf = np.asarray(list(confidences), dtype=np.float64)
+    corr = np.asarray(list(correct), dtype=np.float64)
+    if conf.shape != corr.shape or conf.ndim != 1:
+        raise ValueError(f"confidences and correct must be 1-d of equal length, got {conf.shape} and {corr.shape}")
+    if conf.size and (conf.min() < 0 or conf.max() > 1):
+        raise ValueError("confidences must lie in [0, 1]")
+    return conf, corr
+
+
+def ece_equal_mass(confidences: Iterable[float], correct: Iterable[float], n_bins: int = 10) -> float:
+    """ChEF's ECE: sort by confidence, cut into ``n_bins`` bins of (nearly) equal count.
+
+    Bin sizes follow ``numpy.array_split`` (the first ``N mod n_bins`` bins get
+    one extra sample); ties keep input order (stable sort). With fewer samples
+    than bins, each sample is its own bin. NaN for no samples.
+    """
+    conf, corr = _pairs(confidences, correct)
+    n = conf.size
+    if n == 0:
+        return float("nan")
+    order = np.argsort(conf, kind="stable")
+    total = 0.0
+    for idx in np.array_split(order, min(n_bins, n)):
+        total += idx.size / n * abs(corr[idx].mean() - conf[idx].mean())
+    return float(total)
+
+
+@dataclass
+class EqualWidthECE:
+    """Equal-width ECE on [0, 1] from per-bin counts and sums (mergeable).
+
+    A confidence ``c`` goes to bin ``min(floor(c · n_bins), n_bins − 1)``, so
+    1.0 falls in the last bin.
+    """
+
+    n_bins: int = 10
+    count: np.ndarray = field(default=None)  # type: ignore[assignment]
+    sum_conf: np.ndarray = field(default=None)  # type: ignore[assignment]
+    sum_correct: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        for name in ("count", "sum_conf", "sum_correct"):
+            if getattr(self, name) is None:
+                setattr(self, name, np.zeros(self.n_bins, dtype=np.float64))
+
+    def update(self, confidences: Iterable[float], correct: Iterable[float]) -> EqualWidthECE:
+        conf, corr = _pairs(confidences, correct)
+        bins = np.minimum((conf * self.n_bins).astype(int), self.n_bins - 1)
+        np.add.at(self.count, bins, 1.0)
+        np.add.at(self.sum_conf, bins, conf)
+        np.add.at(self.sum_correct, bins, corr)
+        return self
+
+    def merge(self, other: EqualWidthECE) -> EqualWidthECE:
+        if other.n_bins != self.n_bins:
+            raise ValueError(f"cannot merge ECE with {self.n_bins} and {other.n_bins} bins")
+        return EqualWidthECE(self.n_bins, self.count + other.count, self.sum_conf + other.sum_conf,
+                             self.sum_correct + other.sum_correct)
+
+    def value(self) -> float:
+        n = self.count.sum()
+        if n == 0:
+            return float("nan")
+        used = self.count > 0
+        gap = np.abs(self.sum_correct[used] - self.sum_conf[used])  # = |B|·|acc − conf|
+        return float(gap.sum() / n)
+
+    def reliability(self) -> list[dict[str, float]]:
+        """Per bin: edges, count, mean confidence and accuracy (NaN when empty)."""
+        rows = []
+        for b in range(self.n_bins):
+            c = self.count[b]
+            rows.append({
+                "lo": b / self.n_bins, "hi": (b + 1) / self.n_bins, "count": float(c),
+                "confidence": float(self.sum_conf[b] / c) if c else float("nan"),
+                "accuracy": float(self.sum_correct[b] / c) if c else float("nan"),
+            })
+        return rows
+
+
+def random_accuracy(n_options: Iterable[int]) -> float:
+    """Expected accuracy of a uniform random guess: mean of 1/k over questions."""
+    ks = np.asarray(list(n_options), dtype=np.float64)
+    if ks.size == 0:
+        return float("nan")
+    if np.any(ks < 1):
+        raise ValueError("every question needs at least one option")
+    return float(np.mean(1.0 / ks))
+
+
+def _ratio(num: float, den: float) -> float:
+    return float(num / den) if den != 0 and math.isfinite(den) else float("nan")
+
+
+def riam(acc_icl: float, acc_zero_shot: float, acc_rand: float) -> float:
+    """Eq. (1): gain from in-context examples relative to the 0-shot margin over chance.
+
+    NaN when the 0-shot accuracy equals chance (the ratio is undefined).
+    """
+    return _ratio(acc_icl - acc_zero_shot, acc_zero_shot - acc_rand)
+
+
+def rrm(acc_corrupted: float, acc_clean: float, acc_rand: float) -> float:
+    """Eq. (2): share of the clean above-chance margin kept under corruption."""
+    return _ratio(acc_corrupted - acc_rand, acc_clean - acc_rand)
+
+
+def rr(acc_corrupted: float, acc_clean: float) -> float:
+    """Relative robustness ``acc_crp / acc`` (= 1 − relative accuracy drop)."""
+    return _ratio(acc_corrupted, acc_clean)
+
+
+def match_ratio(chosen_with_verbalizer: Sequence[int], chosen_without: Sequence[int]) -> float:
+    """Share of samples whose option index is the same with and without the verbalizer."""
+    a, b = list(chosen_with_verbalizer), list(chosen_without)
+    if len(a) != len(b):
+        raise ValueError(f"need one index per sample in both lists, got {len(a)} and {len(b)}")
+    if not a:
+        return float("nan")
+    return sum(int(x == y) for x, y in zip(a, b)) / len(a)
+
+
+@dataclass
+class PopeCounts:
+    """POPE confusion counts with "yes" (object present) as the positive class."""
+
+    tp: int = 0
+    fp: int = 0
+    tn: int = 0
+    fn: int = 0
+
+    def add(self, predicted_yes: bool, gold_yes: bool) -> PopeCounts:
+        if predicted_yes and gold_yes:
+            self.tp += 1
+        elif predicted_yes:
+            self.fp += 1
+        elif gold_yes:
+            self.fn += 1
+        else:
+            self.tn += 1
+        return self
+
+    def merge(self, other: PopeCounts) -> PopeCounts:
+        return PopeCounts(self.tp + other.tp, self.fp + other.fp, self.tn + other.tn, self.fn + other.fn)
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.tn + self.fn
+
+    def metrics(self) -> dict[str, float]:
+        precision = _ratio(self.tp, self.tp + self.fp)
+        recall = _ratio(self.tp, self.tp + self.fn)
+        f1 = _ratio(2 * precision * recall, precision + recall) if not (math.isnan(precision) or math.isnan(recall)) else float("nan")
+        return {
+            "accuracy": _ratio(self.tp + self.tn, self.n),
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "yes_ratio": _ratio(self.tp + self.fp, self.n),
+        }
+
+
+def _clip100(x: float) -> float:
+    return float(min(100.0, max(0.0, x))) if math.isfinite(x) else float("nan")
+
+
+def desideratum_score(name: str, value: float) -> float:
+    """Map a desideratum's raw metric to 0–100 (paper Fig. 5), clipped.
+
+    The paper states the rule for four of them; for ICL and robustness it only
+    says "normalised", so ours is a documented choice:
+
+    * calibration: ``100 · (1 − ECE)`` (ECE as a fraction, equal-mass bins);
+    * in_context_learning: mean RIAM over shot counts, ``50 · (1 + RIAM)`` — 50
+      means in-context examples change nothing, 100 that they double the
+      above-chance margin, 0 that they erase it (our choice);
+    * instruction_following: ``100 · mean match ratio`` over verbalizer settings;
+    * language_performance: ``10 · mean judge score`` (scores 0–10);
+    * robustness: ``100 · mean RRM`` (our choice; RRM above 1 clips to 100);
+    * hallucination: ``100 · POPE accuracy`` (mean over the three splits).
+    """
+    if name not in DESIDERATA:
+        raise ValueError(f"desideratum must be one of {DESIDERATA}, got {name!r}")
+    value = float(value)
+    if name == "calibration":
+        return _clip100(100.0 * (1.0 - value))
+    if name == "in_context_learning":
+        return _clip100(50.0 * (1.0 + value))
+    if name == "language_performance":
+        return _clip100(10.0 * value)
+    return _clip100(100.0 * value)

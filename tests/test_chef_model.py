@@ -1,0 +1,103 @@
+"""The chef model's inferencers against a scripted inner model: which requests it
+sends, in which order, with which context, and how loglikelihood values become scores."""
+
+import json
+import math
+
+import pytest
+from lmms_eval.api.instance import Instance
+
+from lmms_genbench.models.chef import COT_TRIGGER, ChefModel
+
+
+class ScriptedInner:
+    """Answers generate_until with a fixed text and scores options by a table (as a loss)."""
+
+    is_simple = True
+
+    def __init__(self, losses, answer="(B) purple"):
+        self.losses, self.answer = losses, answer
+        self.calls = []
+
+    def generate_until(self, requests):
+        out = []
+        for r in requests:
+            ctx, _kwargs, to_visual, doc_id, task, split = r.args
+            self.calls.append(("gen", ctx, len(to_visual(self.task_dict[task][split][doc_id]))))
+            out.append("it looks purple" if ctx.endswith(COT_TRIGGER) else self.answer)
+        return out
+
+    def loglikelihood(self, requests):
+        out = []
+        for r in requests:
+            ctx, cont = r.args[:2]
+            self.calls.append(("ll", ctx, cont))
+            out.append((self.losses[cont.strip()], False))
+        return out
+
+
+def _model(inner, ll_returns="loss"):
+    m = ChefModel.__new__(ChefModel)
+    m.inner, m.inner_name, m.judge = inner, "scripted", None
+    m.ppl, m.ll_returns, m.judge_temperature, m.judge_image = "lmms", ll_returns, 0.0, False
+    m.cot_max_new_tokens, m.answer_max_new_tokens = 256, 32
+    return m
+
+
+def _request(inferencer, options=("(A) red", "(B) purple")):
+    payload = {"chef": 1, "key": "k", "inferencer": inferencer, "desideratum": "calibration",
+               "answer_prompt": "Answer:", "judge_samples": 0, "question": "Q?", "gold_text": "purple",
+               "variants": [{"name": "base", "prompt": "Q?\nOptions: (A) red (B) purple", "options": list(options),
+                             "labels": ["A", "B"], "option_texts": ["red", "purple"], "gold": 1, "visuals": [0]}]}
+    return Instance(request_type="generate_until",
+                    arguments=(json.dumps(payload), {"max_new_tokens": 8}, lambda doc: ["img"], 0, "t", "s"),
+                    idx=0, metadata={"task": "t", "doc_id": 0, "repeats": 1})
+
+
+def _run(model, inferencer):
+    model.task_dict = {"t": {"s": [{}]}}
+    (out,) = model.generate_until([_request(inferencer)])
+    return json.loads(out)["variants"][0]
+
+
+def test_multiturn_scores_options_after_the_reasoning():
+    inner = ScriptedInner({"(A) red": 2.0, "(B) purple": 1.0})
+    v = _run(_model(inner), "multiturn")
+    assert [c[0] for c in inner.calls] == ["gen", "ll", "ll"]
+    assert inner.calls[0][1].endswith(COT_TRIGGER) and inner.calls[0][2] == 1  # the image goes along
+    assert f"{COT_TRIGGER} it looks purple\nAnswer:" in inner.calls[1][1]
+    # loss -> score = -loss: B wins; confidence = softmax(-1, -2)[B]
+    assert v["scores"] == [-2.0, -1.0] and v["pred"] == 1 and v["cot"] == "it looks purple"
+    assert v["confidence"] == pytest.approx(1 / (1 + math.exp(-1)))
+
+
+def test_ppl_alone_sends_no_generation():
+    inner = ScriptedInner({"(A) red": 0.5, "(B) purple": 3.0})
+    v = _run(_model(inner), "ppl")
+    assert [c[0] for c in inner.calls] == ["ll", "ll"] and v["pred"] == 0 and "cot" not in v
+
+
+def test_logprob_conventions():
+    inner = ScriptedInner({"(A) red": -4.0, "(B) purple": -6.0})
+    v = _run(_model(inner, ll_returns="logprob_mean"), "ppl")
+    assert v["scores"] == [-4.0, -6.0] and v["pred"] == 0
+    v = _run(_model(inner, ll_returns="logprob_sum"), "ppl")  # no tokenizer: the sum, said so
+    assert v["ppl_score"] == "sum" and v["pred"] == 0
+
+
+def test_direct_and_cot_match_the_generated_answer():
+    inner = ScriptedInner({})
+    v = _run(_model(inner), "direct")
+    assert [c[0] for c in inner.calls] == ["gen"] and v["pred"] == 1 and v["answer"] == "(B) purple"
+    inner = ScriptedInner({}, answer="no idea")
+    v = _run(_model(inner), "cot")
+    assert [c[0] for c in inner.calls] == ["gen", "gen"] and v["pred"] == -1
+
+
+def test_a_bad_request_fails_alone():
+    model = _model(ScriptedInner({"(A) red": 1.0, "(B) purple": 2.0}))
+    model.task_dict = {"t": {"s": [{}]}}
+    bad = Instance(request_type="generate_until", arguments=("not json", {}, lambda d: [], 0, "t", "s"), idx=0,
+                   metadata={"task": "t", "doc_id": 0, "repeats": 1})
+    out = [json.loads(o) for o in model.generate_until([bad, _request("ppl")])]
+    assert "error" in out[0] and out[1]["variants"][0]["pred"] == 0

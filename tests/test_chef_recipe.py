@@ -1,0 +1,198 @@
+"""ChEF recipes: rendering, in-context retrieval, option matching, scoring records,
+and the task YAMLs' metric lists agreeing with what the scorer emits."""
+
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+
+from lmms_genbench.chef import recipe as R
+from lmms_genbench.chef import scoring
+from lmms_genbench.models.chef import match_option, parse_judge_score
+
+TASKS = Path(R.__file__).resolve().parents[1] / "tasks" / "chef"
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+
+
+def _task(name):
+    cfg = yaml.load((TASKS / f"{name}.yaml").read_text(), Loader=_Loader)
+    return cfg, cfg["lmms_eval_specific_kwargs"]["default"]
+
+
+@pytest.fixture(scope="module")
+def docs():
+    ds = datasets.Dataset.from_json(str(TASKS / "smoke_mc.jsonl"))
+    pool = R.register_pool(ds)
+    return ds.add_column("chef_row", list(range(len(ds)))).add_column("chef_pool", [pool] * len(ds))
+
+
+def test_every_task_lists_exactly_the_metrics_its_recipe_emits():
+    for path in sorted(TASKS.glob("chef_*.yaml")):
+        if "group" in yaml.load(path.read_text(), Loader=_Loader):
+            continue
+        cfg, rec = _task(path.stem)
+        listed = [m["metric"] for m in cfg["metric_list"]]
+        names = [v["name"] for v in rec.get("variants") or [{"name": "base"}]]
+        emitted = scoring.metric_names({"desideratum": rec.get("desideratum", "accuracy")}, names)
+        assert sorted(listed) == sorted(emitted), path.name
+        assert all(m["aggregation"] == "utils.aggregate" for m in cfg["metric_list"])
+
+
+def test_render_is_deterministic_and_shuffle_keeps_the_gold_text(docs):
+    _, rec = _task("chef_robustness_smoke")
+    a, b = R.render(docs[3], rec), R.render(docs[3], rec)
+    assert a == b
+    variants = {v["name"]: v for v in a["variants"]}
+    clean, shuffled = variants["clean"], variants["shuffle"]
+    assert shuffled["option_texts"][shuffled["gold"]] == clean["option_texts"][clean["gold"]] == "a rocket"
+    assert variants["text_word"]["prompt"] != clean["prompt"]
+    # each image corruption has its own image; text corruptions reuse the clean one
+    assert clean["visuals"] == [0] and variants["text_char"]["visuals"] == [0]
+    assert len({tuple(variants[n]["visuals"]) for n in ("gaussian_noise", "fog", "jpeg")}) == 3
+    images = R.visuals(docs[3], rec)
+    assert len(images) == 6 and max(max(v["visuals"]) for v in a["variants"]) == 5
+
+
+def test_verbalizer_prompt_and_labels(docs):
+    _, rec = _task("chef_insfollow_smoke")
+    variants = {v["name"]: v for v in R.render(docs[0], rec)["variants"]}
+    v = variants["natural_numbers"]
+    assert 'If the answer is "A", you need to output "1".' in v["prompt"]
+    assert v["options"] == ["1", "2", "3", "4"]
+    assert variants["unnatural_rotated"]["options"] == ["B", "C", "D", "A"]
+    assert variants["base"]["options"][0] == "(A) a space suit"
+
+
+def test_in_context_examples_never_include_the_query(docs):
+    _, rec = _task("chef_icl_smoke")
+    for retriever in R.RETRIEVERS:
+        for i in range(len(docs)):
+            rows = R.retrieve(docs[i], rec, retriever, 2, seed=0)
+            assert len(rows) == 2 and i not in rows and len(set(rows)) == 2
+            assert rows == R.retrieve(docs[i], rec, retriever, 2, seed=0)
+    # fixed: the same examples for every query that is not one of them
+    assert R.retrieve(docs[5], rec, "fixed", 2, 0) == R.retrieve(docs[4], rec, "fixed", 2, 0) == [0, 1]
+    payload = R.render(docs[0], rec)
+    one = next(v for v in payload["variants"] if v["name"] == "random_1")
+    assert one["prompt"].count("Answer: (") == 1 and one["visuals"][-1] == 0
+
+
+def test_scenario_mapping_errors_name_the_problem():
+    with pytest.raises(ValueError, match="preset"):
+        R.normalize({}, {"scenario": {"preset": "cifar"}})
+    with pytest.raises(ValueError, match="at least two options"):
+        R.normalize({"q": "x", "o": ["a"], "a": 0}, {"scenario": {"question": "q", "options": "o", "answer": "a"}})
+    with pytest.raises(ValueError, match="inferencer"):
+        R.render({"q": "x", "o": ["a", "b"], "a": 0},
+                 {"scenario": {"question": "q", "options": "o", "answer": "a", "image": "img"}, "inferencer": "beam"})
+
+
+def test_mmbench_and_pope_presets():
+    mm = {"question": "Q?", "hint": float("nan"), "A": "x", "B": "y", "C": "z", "D": float("nan"),
+          "answer": "C", "index": 7, "image": None}
+    item = R.normalize(mm, {"scenario": {"preset": "mmbench"}})
+    assert item.options == ("x", "y", "z") and item.gold == 2 and item.hint == "" and item.key == "7"
+    pope = R.normalize({"question": "Is there a cat?", "answer": "no", "question_id": "3"}, {"scenario": {"preset": "pope"}})
+    assert pope.options == ("Yes", "No") and pope.gold == 1
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("(B) a swimsuit", 1), ("C. because", 2), ("The answer is D", 3), ("it is a swimsuit", 1), ("none", -1),
+])
+def test_match_option(text, expected):
+    assert match_option(text, ["A", "B", "C", "D"], ["a space suit", "a swimsuit", "an apron", "a kit"]) == expected
+
+
+def test_match_option_verbalized_labels():
+    assert match_option("I think third.", ["first", "second", "third"], ["x", "y", "z"]) == 2
+
+
+def test_parse_judge_score():
+    assert parse_judge_score(" 7") == 7.0
+    assert parse_judge_score("Score: 8.5/10") == 8.5
+    assert parse_judge_score("eleven") is None and parse_judge_score("42") is None
+
+
+def _resp(desideratum, variants, judge=None):
+    return json.dumps({"desideratum": desideratum, "variants": [
+        {"name": n, "pred": p, "gold": g, "n_options": k, "confidence": c} for n, p, g, k, c in variants
+    ], **({"judge": judge} if judge else {})})
+
+
+def _aggregate(responses, name):
+    items = []
+    for r in responses:
+        out = scoring.process_results({}, [r])
+        items.append(out.get(name, (name, scoring.record(r))))
+    return scoring.aggregate(items)
+
+
+def test_aggregates_by_hand():
+    # 4 docs, 4 options each (chance 0.25); base correct on 2, corrupted correct on 1
+    rob = [_resp("robustness", [("clean", 0, 0, 4, None), ("noise", 0, 0, 4, None)]),
+           _resp("robustness", [("clean", 1, 1, 4, None), ("noise", 0, 1, 4, None)]),
+           _resp("robustness", [("clean", 0, 2, 4, None), ("noise", 0, 2, 4, None)]),
+           _resp("robustness", [("clean", 0, 3, 4, None), ("noise", 1, 3, 4, None)])]
+    assert _aggregate(rob, "acc") == 0.5 and _aggregate(rob, "acc_noise") == 0.25
+    assert _aggregate(rob, "rrm") == pytest.approx(0.0) and _aggregate(rob, "rr") == pytest.approx(0.5)
+    assert _aggregate(rob, "acc_rand") == 0.25
+    ins = [r.replace("robustness", "instruction_following").replace('"noise"', '"numbers"') for r in rob]
+    # base preds 0,1,0,0 vs verbalized 0,0,0,1: two of four match
+    assert _aggregate(ins, "match_ratio") == 0.5 == _aggregate(ins, "match_ratio_numbers")
+    pope = [_resp("hallucination", [("base", 0, 0, 2, 0.9)]), _resp("hallucination", [("base", 0, 1, 2, 0.6)]),
+            _resp("hallucination", [("base", 1, 1, 2, 0.7)]), _resp("hallucination", [("base", 1, 0, 2, 0.8)])]
+    assert _aggregate(pope, "pope_accuracy") == 0.5 and _aggregate(pope, "pope_precision") == 0.5
+    assert _aggregate(pope, "pope_recall") == 0.5 and _aggregate(pope, "pope_yes_ratio") == 0.5
+    cal = [r.replace("hallucination", "calibration") for r in pope]
+    # equal-mass with 4 samples: one per bin; gaps 0.1 + 0.6 + 0.3 + 0.8 over 4
+    assert _aggregate(cal, "ece") == pytest.approx((0.1 + 0.6 + 0.3 + 0.8) / 4)
+    assert _aggregate(cal, "bin9_n") == 1 and _aggregate(cal, "bin6_acc") == 0.0
+
+
+def test_failed_and_judge_records():
+    bad = "not json"
+    assert set(scoring.process_results({}, [bad])) == {"n_docs", "n_failed", "n_unmatched"}
+    lang = [_resp("language_performance", [("base", 0, 0, 4, None)], {"scores": [6, 8], "failed": 0}),
+            _resp("language_performance", [("base", 0, 0, 4, None)], {"scores": [], "failed": 2}), bad]
+    assert _aggregate(lang, "judge_score") == 7.0 and _aggregate(lang, "n_judge_failed") == 2
+    assert _aggregate(lang, "n_judged") == 1 and _aggregate(lang, "n_failed") == 1 and _aggregate(lang, "n_docs") == 3
+
+
+def _shaped_docs():
+    """Rows shaped like the hub datasets the real tasks load (no download here)."""
+    from PIL import Image
+
+    img = Image.new("RGB", (32, 24), (120, 30, 200))
+    mmbench = [{"index": i, "question": f"Which colour is shown {i}?", "hint": "nan" if i % 2 else "A hint.",
+                "A": "red", "B": "purple", "C": "green", "D": "blue" if i % 3 else None,
+                "answer": "B", "category": "c", "image": img} for i in range(5)]
+    sqa = [{"question": f"Which is a mammal {i}?", "hint": "", "choices": ["cat", "trout", "eagle"],
+            "answer": 0, "image": img} for i in range(5)]
+    pope = [{"question_id": str(i), "question": "Is there a cat in the image?", "answer": "yes" if i % 2 else "no",
+             "image": img, "category": "random"} for i in range(5)]
+    return {"mmbench": mmbench, "scienceqa": sqa, "hallucination": pope}
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in TASKS.glob("chef_*.yaml")
+                                        if "smoke" not in p.stem and p.stem != "chef_hallucination"))
+def test_real_scenario_recipes_render_hub_shaped_rows(name):
+    cfg, rec = _task(name)
+    shaped = _shaped_docs()
+    rows = shaped["hallucination"] if "hallucination" in name else shaped[name.rsplit("_", 1)[-1]]
+    ds = datasets.Dataset.from_list(rows)
+    pool = R.register_pool(ds)
+    ds = ds.add_column("chef_row", list(range(len(ds)))).add_column("chef_pool", [pool] * len(ds))
+    for doc in ds:
+        payload = R.render(doc, rec)
+        images = R.visuals(doc, rec)
+        assert all(0 <= i < len(images) for v in payload["variants"] for i in v["visuals"])
+        assert all(0 <= v["gold"] < len(v["options"]) for v in payload["variants"])
+    assert cfg["dataset_path"].startswith("lmms-lab-encoder/")
