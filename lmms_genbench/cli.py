@@ -25,18 +25,27 @@ EXIT_OK = 0
 EXIT_USAGE = 2  # argparse's own code for bad usage; also used for unreadable inputs
 
 
-def _run_plot(args: argparse.Namespace) -> int:
-    from lmms_genbench.plots import plot_results
-
-    if args.label is not None and len(args.label) != len(args.results):
+def _labels_ok(prog: str, args: argparse.Namespace) -> bool:
+    """``--label``: one non-empty value per results file, or none; prints why not."""
+    if args.label is None:
+        return True
+    if len(args.label) != len(args.results):
         print(
-            f"lmms-genbench plot: error: got {len(args.label)} --label value(s) for "
+            f"{prog}: error: got {len(args.label)} --label value(s) for "
             f"{len(args.results)} results file(s); give one per file, in the same order",
             file=sys.stderr,
         )
-        return EXIT_USAGE
-    if args.label is not None and not all(x.strip() for x in args.label):
-        print("lmms-genbench plot: error: --label values must not be empty", file=sys.stderr)
+        return False
+    if not all(x.strip() for x in args.label):
+        print(f"{prog}: error: --label values must not be empty", file=sys.stderr)
+        return False
+    return True
+
+
+def _run_plot(args: argparse.Namespace) -> int:
+    from lmms_genbench.plots import plot_results
+
+    if not _labels_ok("lmms-genbench plot", args):
         return EXIT_USAGE
     # unreadable files come back in report.errors, not as exceptions
     report = plot_results(args.results, out_dir=args.out, labels=args.label)
@@ -142,12 +151,7 @@ def _add_autobench(subparsers: argparse._SubParsersAction) -> None:
 def _run_chef_summary(args: argparse.Namespace) -> int:
     from lmms_genbench.chef.summary import write_summary
 
-    if args.label is not None and len(args.label) != len(args.results):
-        print(
-            f"lmms-genbench chef summary: error: got {len(args.label)} --label value(s) for "
-            f"{len(args.results)} results file(s); give one per file, in the same order",
-            file=sys.stderr,
-        )
+    if not _labels_ok("lmms-genbench chef summary", args):
         return EXIT_USAGE
     written, errors = write_summary(args.results, args.out, args.label)
     for error in errors:
