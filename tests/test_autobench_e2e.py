@@ -6,54 +6,29 @@ accepts) and the smoke generator (tiny random SD) runs through the real
 repeats no call. lmms-eval exits 0 even when a task crashed: every test reads
 the results files."""
 
-import glob
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from .lmms_eval_runs import BIN, response, results_file, run, samples
+
 pytestmark = pytest.mark.integration
 
-BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _env(tmp_path, **extra):
-    env = dict(os.environ)
-    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HF_DATASETS_CACHE=str(tmp_path / "hf_datasets"), PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    env.update(extra)
-    return env
-
-
 def _run(cmd, tmp_path, log, timeout=900, **env):
-    proc = subprocess.run(cmd, check=False, cwd=tmp_path, env=_env(tmp_path, **env), capture_output=True, text=True,
-                          timeout=timeout)
-    (tmp_path / log).write_text(proc.stdout + proc.stderr)
-    return proc
+    # the test-only examiner fakes are imported by the build subprocess from this checkout
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return run(cmd, tmp_path, log, timeout=timeout, PYTHONPATH=pythonpath, **env)
 
 
-def _results(out_dir):
-    files = glob.glob(str(Path(out_dir) / "**" / "*_results.json"), recursive=True)
-    assert len(files) == 1, f"expected one results file under {out_dir}, found {files}"
-    return files[0], json.loads(Path(files[0]).read_text())
-
-
-def _samples(out_dir, task):
-    files = glob.glob(str(Path(out_dir) / "**" / f"*_samples_{task}.jsonl"), recursive=True)
-    assert len(files) == 1, files
-    return [json.loads(line) for line in Path(files[0]).read_text().splitlines()]
-
-
-def _resp(sample):
-    resp = sample["filtered_resps"]
-    while isinstance(resp, list):
-        resp = resp[0]
-    return resp
+_results = results_file
+_samples = samples
+_resp = response
 
 
 def _tiny(kind):

@@ -6,39 +6,29 @@ crashed, so every test reads the results files."""
 
 import glob
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from .lmms_eval_runs import BIN, response, results_file, samples
+from .lmms_eval_runs import run as run_offline
+
 pytestmark = pytest.mark.integration
 
-BIN = Path(sys.executable).parent
 SMOKE_TASKS = ["chef_calibration_smoke", "chef_icl_smoke", "chef_insfollow_smoke", "chef_robustness_smoke",
                "chef_hallucination_smoke", "chef_language_smoke", "chef_scenario_smoke_direct",
                "chef_scenario_smoke_cot"]
 
 
 def _run(tmp, tasks, model_args="preset=smoke,judge=inner"):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HF_DATASETS_CACHE=str(tmp / "hf_datasets"), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     out = tmp / "out"
-    proc = subprocess.run(
+    proc = run_offline(
         [str(BIN / "lmms-eval"), "--model", "chef", "--model_args", model_args, "--tasks", ",".join(tasks),
          "--output_path", str(out), "--log_samples"],
-        check=False, cwd=tmp, env=env, capture_output=True, text=True, timeout=900,
+        tmp,
     )
-    (tmp / "lmms_eval.log").write_text(proc.stdout + proc.stderr)
     files = glob.glob(str(out / "**" / "*_results.json"), recursive=True)
     assert len(files) == 1, proc.stderr[-4000:]
-    results = json.loads(Path(files[0]).read_text())
-    samples = {}
-    for task in tasks:
-        (f,) = glob.glob(str(out / "**" / f"*_samples_{task}.jsonl"), recursive=True)
-        samples[task] = [json.loads(line) for line in Path(f).read_text().splitlines()]
-    return results, samples
+    return results_file(out)[1], {task: samples(out, task) for task in tasks}
 
 
 def _metrics(results, task):
@@ -49,10 +39,7 @@ def _metrics(results, task):
 
 
 def _response(sample):
-    resp = sample["filtered_resps"]
-    while isinstance(resp, list):
-        resp = resp[0]
-    return json.loads(resp)
+    return json.loads(response(sample))
 
 
 @pytest.fixture(scope="module")

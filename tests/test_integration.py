@@ -5,10 +5,8 @@ reads the results files."""
 import glob
 import json
 import math
-import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,40 +15,18 @@ from PIL import Image
 
 pytestmark = pytest.mark.integration
 
-BIN = Path(sys.executable).parent
+from .lmms_eval_runs import BIN, offline_env, response, results_file, run
+from .lmms_eval_runs import samples as _samples
 
-
-def _env(tmp_path, **extra):
-    env = dict(os.environ)
-    env.update(
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        HF_DATASETS_CACHE=str(tmp_path / "hf_datasets"),
-        PYTHONUNBUFFERED="1",
-        OMP_NUM_THREADS="1",
-    )
-    env.update(extra)
-    return env
+_env = offline_env
 
 
 def _results(out_dir):
-    files = glob.glob(str(Path(out_dir) / "**" / "*_results.json"), recursive=True)
-    assert len(files) == 1, f"expected one results file under {out_dir}, found {files}"
-    return json.loads(Path(files[0]).read_text())
-
-
-def _samples(out_dir, task):
-    files = glob.glob(str(Path(out_dir) / "**" / f"*_samples_{task}.jsonl"), recursive=True)
-    assert len(files) == 1, files
-    return [json.loads(line) for line in Path(files[0]).read_text().splitlines()]
+    return results_file(out_dir)[1]
 
 
 def _chain(sample):
-    resp = sample["filtered_resps"]
-    while isinstance(resp, list):
-        resp = resp[0]
-    return json.loads(resp)
+    return json.loads(response(sample))
 
 
 def _metrics(results, task):
@@ -58,12 +34,7 @@ def _metrics(results, task):
 
 
 def _lmms_eval(args, tmp_path, cwd, timeout=900, **env):
-    proc = subprocess.run(
-        [str(BIN / "lmms-eval"), *args],
-        cwd=cwd, env=_env(tmp_path, **env), capture_output=True, text=True, timeout=timeout,
-    )
-    (tmp_path / "lmms_eval.log").write_text(proc.stdout + proc.stderr)
-    return proc
+    return run([str(BIN / "lmms-eval"), *args], tmp_path, cwd=cwd, timeout=timeout, **env)
 
 
 def test_cli_smoke_run_reports_gc_and_fid(tmp_path):
