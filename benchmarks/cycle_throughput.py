@@ -73,7 +73,7 @@ def seed_images(n):
     """``n`` distinct seeds: the package photos, then flipped and cropped variants."""
     from PIL import ImageOps
 
-    from lmms_genbench.data import PACKAGE_PHOTOS, load_package_photo
+    from lmms_genbench.data.photos import PACKAGE_PHOTOS, load_package_photo
 
     base = [load_package_photo(cid).convert("RGB") for cid, _ in PACKAGE_PHOTOS]
     out = []
@@ -129,7 +129,7 @@ def run_sequential(images, spec, describer, generator, encoder, iterations):
 
 def run_engine(images, spec, describer, generator, iterations, root, describer_batch):
     from lmms_genbench.engine import ArtifactStore, ChainJob, CycleEngine
-    from lmms_genbench.metrics.genception import ScorerConfig, chain_record, score_chains
+    from lmms_genbench.metrics.scorers.genception import ScorerConfig, chain_record, score_chains
 
     store = ArtifactStore(root)
     ns = store.namespace(describer.name, generator.name, spec.protocol_id("bench"))
@@ -163,7 +163,7 @@ def main(argv=None):
     from lmms_genbench.tasks.mmeception.utils import P_DESC
 
     if args.describer == "qwen2_vl":
-        from lmms_genbench.models.smoke_describer import QWEN2_VL_MAX_PIXELS, QWEN2_VL_MIN_PIXELS, tiny_qwen2_vl_path
+        from lmms_genbench.smoke.llava import QWEN2_VL_MAX_PIXELS, QWEN2_VL_MIN_PIXELS, tiny_qwen2_vl_path
 
         describer = build_describer("qwen2_vl", {
             "pretrained": str(tiny_qwen2_vl_path()), "device": "cpu", "device_map": "cpu",

@@ -165,7 +165,7 @@ class Calls:
 
 def encoders_of(config):
     """The scorer's own encoder instances (same cache keys as score_drift_chains uses)."""
-    from lmms_genbench.metrics.encoders import get_image_encoder, get_text_encoder
+    from lmms_genbench.metrics.networks.encoders import get_image_encoder, get_text_encoder
 
     args = {"device": config.device, "batch_size": config.batch_size}
     return {
@@ -240,7 +240,7 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-    from lmms_genbench.metrics.mcd import (
+    from lmms_genbench.metrics.scorers.mcd import (
         SMOKE_DRIFT_SCORER,
         DriftScorerConfig,
         drift_record,

@@ -5,10 +5,10 @@ describer; any generator backend works. Chains land in the artifact store and
 resume like the lmms-eval runs do.
 """
 
-from lmms_genbench.data import PACKAGE_PHOTOS, load_package_photo
+from lmms_genbench.data.photos import PACKAGE_PHOTOS, load_package_photo
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
 from lmms_genbench.generators import build_generator
-from lmms_genbench.metrics.genception import ScorerConfig, chain_record, score_chains
+from lmms_genbench.metrics.scorers.genception import ScorerConfig, chain_record, score_chains
 from lmms_genbench.models.cycle import _smoke_describer_args, build_describer
 from lmms_genbench.tasks.mmeception.utils import P_DESC
 

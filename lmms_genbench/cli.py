@@ -90,7 +90,7 @@ def _run_sdp_resample(args: argparse.Namespace) -> int:
     import json
 
     from lmms_genbench.engine.store import atomic_write
-    from lmms_genbench.sdp_data import resample_nd400
+    from lmms_genbench.data.sdp import resample_nd400
 
     rows = resample_nd400(seed=args.seed, per_source=args.per_source)
     blob = "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
@@ -105,7 +105,7 @@ def _run_sdp_resample(args: argparse.Namespace) -> int:
 
 
 def _run_sdp_fetch_geneval(args: argparse.Namespace) -> int:
-    from lmms_genbench.sdp_data import default_geneval_path, fetch_geneval_metadata
+    from lmms_genbench.data.sdp import default_geneval_path, fetch_geneval_metadata
 
     target = fetch_geneval_metadata(args.out or default_geneval_path())
     print(target)

@@ -3,10 +3,10 @@
 Reads ``<output_path>/<date>_results.json`` files written by lmms-eval. Per task,
 ``results[<task>]`` holds keys ``"<metric>,<filter>"``; this module reads
 
-* ``s_<mapping>@<g>`` (Semantic Drift Protocol, :mod:`lmms_genbench.metrics.mcd`):
+* ``s_<mapping>@<g>`` (Semantic Drift Protocol, :mod:`lmms_genbench.metrics.scorers.mcd`):
   S_δ(g) per mapping δ and generation g;
 * ``mgg_<tag>@<g>``: GenEval accuracy per tag and generation (the MGG heatmap; the
-  tags of :data:`lmms_genbench.metrics.geneval.TAGS` first, any other tag after).
+  tags of :data:`lmms_genbench.metrics.functional.geneval.TAGS` first, any other tag after).
 
 Per-source keys (``s_text->text@2_docci``) are not read: the curves are the pooled ones.
 matplotlib is imported inside the drawing functions and draws on its Agg canvas
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_genbench.metrics.geneval import TAGS
-from lmms_genbench.metrics.mcd import MAPPINGS
+from lmms_genbench.metrics.functional.geneval import TAGS
+from lmms_genbench.metrics.scorers.mcd import MAPPINGS
 
 __all__ = [
     "CURVES_FILENAME",

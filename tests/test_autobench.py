@@ -29,7 +29,7 @@ from lmms_genbench.autobench.parse import (
     parse_validation_questions,
     parse_yes_no,
 )
-from lmms_genbench.metrics.autobench import (
+from lmms_genbench.metrics.functional.autobench import (
     AccuracyStats,
     deviation_rate,
     extract_choice,

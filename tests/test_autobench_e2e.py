@@ -32,7 +32,7 @@ _resp = response
 
 
 def _tiny(kind):
-    from lmms_genbench.models import smoke_describer
+    from lmms_genbench.smoke import llava as smoke_describer
 
     return str(getattr(smoke_describer, f"tiny_{kind}_path")())
 
@@ -81,7 +81,7 @@ def test_built_benchmark_runs_through_lmms_eval_with_position_variants(built, tm
                 tmp_path, "lmms_eval.log", AUTOBENCH_DATASET=str(built))
     assert proc.returncode == 0, proc.stderr[-3000:]
     path, results = _results(out)
-    from lmms_genbench.metrics.autobench import extract_choice
+    from lmms_genbench.metrics.functional.autobench import extract_choice
 
     for task, letters in (("autobench", None), ("autobench_posA", {"A"}), ("autobench_posD", {"D"})):
         r = results["results"][task]

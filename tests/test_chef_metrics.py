@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from lmms_genbench.metrics.chef import (
+from lmms_genbench.metrics.functional.chef import (
     EqualWidthECE,
     PopeCounts,
     desideratum_score,

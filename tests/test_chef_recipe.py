@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from lmms_genbench.chef import recipe as R
-from lmms_genbench.chef import scoring
+from lmms_genbench.chef import results as scoring
 from lmms_genbench.models.chef import match_option, parse_judge_score
 
 TASKS = Path(R.__file__).resolve().parents[1] / "tasks" / "chef"

@@ -1,4 +1,4 @@
-"""Tests of lmms_genbench.metrics.geneval: GenEval's rules on hand-worked detections,
+"""Tests of lmms_genbench.metrics.functional.geneval: GenEval's rules on hand-worked detections,
 GenEval/MGG aggregation, and the OWLv2 / CLIP adapters on tiny random-weight models.
 
 Nothing is downloaded: the networks are built from configs (HF_HUB_OFFLINE=1).
@@ -17,7 +17,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from lmms_genbench.metrics.geneval import (
+from lmms_genbench.metrics.functional.geneval import (
     COLORS,
     TAGS,
     CLIPColorClassifier,
@@ -543,7 +543,7 @@ def test_stats_missing_tags_and_errors():
 
 # --------------------------------------------------------------------------- adapters
 def test_import_loads_no_torch():
-    code = "import sys, lmms_genbench.metrics.geneval; print('torch' in sys.modules, 'transformers' in sys.modules)"
+    code = "import sys, lmms_genbench.metrics.functional.geneval; print('torch' in sys.modules, 'transformers' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
@@ -649,7 +649,7 @@ def test_owlv2_postprocessing_by_hand():
 def test_tiny_clip_color_classifier(tiny_colors, image):
     import torch
 
-    from lmms_genbench.metrics.tiny_models import tiny_clip
+    from lmms_genbench.smoke.vision import tiny_clip
 
     assert isinstance(tiny_colors, CLIPColorClassifier)
     boxes = [(0, 0, 30, 20), (10, 10, 64, 48), (5, 5, 5, 5)]
@@ -740,7 +740,7 @@ def test_evaluate_image_with_injected_detector(tmp_path, image):
 
 
 def test_loaded_detector_needs_its_processor():
-    from lmms_genbench.metrics.geneval import tiny_owlv2
+    from lmms_genbench.metrics.functional.geneval import tiny_owlv2
 
     model, processor = tiny_owlv2(seed=0)
     with pytest.raises(ValueError, match="processor is required"):

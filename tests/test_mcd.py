@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lmms_genbench.metrics.mcd import (
+from lmms_genbench.metrics.scorers.mcd import (
     MAPPINGS,
     SMOKE_DRIFT_SCORER,
     DriftScorerConfig,
@@ -150,7 +150,7 @@ class FakeDino(_Fake):
 
 @pytest.fixture
 def fakes(monkeypatch):
-    from lmms_genbench.metrics import encoders
+    from lmms_genbench.metrics.networks import encoders
 
     made = {
         "clip-text": FakeClipText("clip-text"),
@@ -311,7 +311,7 @@ def test_drift_record_is_small_and_never_raises(tmp_path):
 
 
 def test_report_value_scores_once_and_writes_the_report(tmp_path, fakes, monkeypatch):
-    import lmms_genbench.metrics.mcd as mcd_module
+    import lmms_genbench.metrics.scorers.mcd as mcd_module
 
     calls = []
     real = mcd_module.score_drift_chains

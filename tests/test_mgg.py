@@ -7,9 +7,9 @@ import httpx
 import pytest
 from PIL import Image
 
-from lmms_genbench import sdp_data
-from lmms_genbench.metrics import mgg
-from lmms_genbench.metrics.geneval import Detection, validate_metadata
+from lmms_genbench.data import sdp as sdp_data
+from lmms_genbench.metrics.scorers import mgg
+from lmms_genbench.metrics.functional.geneval import Detection, validate_metadata
 
 
 class RedMeansFound:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lmms_genbench.metrics.genception import ScorerConfig, chain_record, score_chains
+from lmms_genbench.metrics.scorers.genception import ScorerConfig, chain_record, score_chains
 from lmms_genbench.tasks.mmeception import utils
 
 
@@ -53,7 +53,7 @@ class MeanColourEncoder:
 
 
 def test_scores_on_hand_worked_chains(tmp_path, monkeypatch):
-    import lmms_genbench.metrics.encoders as encoders
+    import lmms_genbench.metrics.networks.encoders as encoders
 
     monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
     red, grey = (255, 0, 0), (128, 128, 128)
@@ -84,7 +84,7 @@ def test_scores_on_hand_worked_chains(tmp_path, monkeypatch):
 
 
 def test_gc_fid_reports_sample_size_and_nan_below_two(tmp_path, monkeypatch):
-    import lmms_genbench.metrics.encoders as encoders
+    import lmms_genbench.metrics.networks.encoders as encoders
 
     monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
     rng = np.random.default_rng(0)

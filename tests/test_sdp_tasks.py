@@ -4,7 +4,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from lmms_genbench.sdp_data import join_nd400
+from lmms_genbench.data.sdp import join_nd400
 from lmms_genbench.tasks.sdp import utils
 
 
@@ -74,7 +74,8 @@ def test_script_datasets_fall_back_to_a_parquet_copy_and_say_why(caplog):
 def test_sdp_resample_command_writes_a_list_sdp_nocaps_reads(tmp_path, monkeypatch, capsys):
     import datasets
 
-    from lmms_genbench import cli, sdp_data
+    from lmms_genbench import cli
+    from lmms_genbench.data import sdp as sdp_data
 
     ids = {"google/docci": [f"d{i}" for i in range(9)], "HuggingFaceM4/NoCaps": [str(i) for i in range(9)]}
     monkeypatch.setattr(datasets, "load_dataset", lambda path, split, revision=None: {"example_id": ids[path], "image_id": ids[path]})

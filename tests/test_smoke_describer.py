@@ -15,8 +15,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here may touch the hub
 skimage_data = pytest.importorskip("skimage.data")
 from PIL import Image
 
-from lmms_genbench.models import smoke_describer
-from lmms_genbench.models.smoke_describer import (
+from lmms_genbench.smoke import llava as smoke_describer
+from lmms_genbench.smoke.llava import (
     QWEN2_VL_MAX_PIXELS,
     QWEN2_VL_MIN_PIXELS,
     build_tiny_llava,
@@ -212,7 +212,7 @@ def test_tiny_llava_path_caches_and_rebuilds_stale(
 def test_concurrent_builds_leave_one_valid_folder(tmp_path: Path) -> None:
     # Two processes race to build the same cache entry, like two accelerate ranks.
     code = (
-        "import sys; from lmms_genbench.models.smoke_describer import tiny_llava_path; "
+        "import sys; from lmms_genbench.smoke.llava import tiny_llava_path; "
         "print(tiny_llava_path(cache_dir=sys.argv[1], seed=0))"
     )
     pythonpath = os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])

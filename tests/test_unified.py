@@ -17,7 +17,7 @@ from PIL import Image
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
 from lmms_genbench.generators import GenerationFailure
 from lmms_genbench.generators.base import GeneratorConfigError
-from lmms_genbench.models.unified import (
+from lmms_genbench.generators.unified import (
     UNIFIED_MODELS,
     UnifiedModel,
     build_unified,
@@ -103,7 +103,7 @@ def test_run_isolated_flags_a_wrong_result_count():
 
 @pytest.fixture(scope="module")
 def tiny_janus(tmp_path_factory):
-    from lmms_genbench.models.smoke_janus import tiny_janus_path
+    from lmms_genbench.smoke.janus import tiny_janus_path
 
     return str(tiny_janus_path(tmp_path_factory.mktemp("cache")))
 
@@ -118,7 +118,7 @@ def _pixels(image):
 
 
 def test_tiny_janus_describes_in_words(janus):
-    from lmms_genbench.models.smoke_janus import JANUS_IMAGE_SIZE
+    from lmms_genbench.smoke.janus import JANUS_IMAGE_SIZE
 
     assert isinstance(janus, UnifiedModel) and janus.concurrent is False
     assert janus.name.startswith("janus-tiny-janus-s0-")

@@ -42,7 +42,7 @@ def _config(args):
 
 def _run_build(args) -> int:
     from ..generators import build_generator
-    from ..models._args import identity_args
+    from ..core.model_args import identity_args
     from .build import BuildError, build_benchmark
     from .examiner import build_examiner, parse_model_args
 
@@ -106,7 +106,7 @@ def _task_accs(paths: list[str]) -> dict[str, dict[str, float]]:
 
 def _run_bias(args) -> int:
     """§4.6 deviation rates R = (S_X - S_U) / S_U from results files."""
-    from ..metrics.autobench import deviation_rate
+    from ..metrics.functional.autobench import deviation_rate
 
     try:
         accs = _task_accs(args.results)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from PIL import Image
 
 from ..engine.store import slug_key, stable_hash
-from ..models._args import identity_args
+from ..core.model_args import identity_args
 from .cache import CallCache, image_hash
 
 _TASK = "lmms_genbench_autobench"

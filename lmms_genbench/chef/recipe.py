@@ -158,7 +158,7 @@ def doc_image(doc: Mapping[str, Any], recipe: Mapping[str, Any]):
     """The document's image (PIL) or None for a text-only question."""
     spec = _scenario(recipe)
     if spec.get("photo"):
-        from lmms_genbench.data import load_package_photo
+        from lmms_genbench.data.photos import load_package_photo
 
         return load_package_photo(doc[spec["photo"]]).convert("RGB")
     value = doc.get(spec.get("image", "image"))
@@ -310,7 +310,7 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     if inferencer not in INFERENCERS:
         raise ValueError(f"recipe inferencer must be one of {INFERENCERS}, got {inferencer!r}")
     desideratum = recipe.get("desideratum", "accuracy")
-    from .scoring import FAMILIES
+    from .results import FAMILIES
 
     if desideratum not in FAMILIES:
         raise ValueError(f"recipe desideratum must be one of {sorted(FAMILIES)}, got {desideratum!r}")

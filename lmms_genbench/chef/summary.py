@@ -6,7 +6,7 @@ Each results file belongs to one model; files with the same label (by default
 the model and its model_args, :func:`lmms_genbench.plots.label_from_config`)
 are merged, so the six desiderata may come from separate runs. Per desideratum
 the raw metric is averaged over the scenarios (tasks) present and mapped to
-0–100 by :func:`lmms_genbench.metrics.chef.desideratum_score`:
+0–100 by :func:`lmms_genbench.metrics.functional.chef.desideratum_score`:
 
 ==========================  ================  =========================
 desideratum                 tasks             raw metric
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_genbench.metrics.chef import DESIDERATA, desideratum_score
+from lmms_genbench.metrics.functional.chef import DESIDERATA, desideratum_score
 
 SOURCES = {
     "calibration": ("chef_calibration_", "ece"),

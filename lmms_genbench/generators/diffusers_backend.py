@@ -12,9 +12,9 @@ from typing import Any
 
 from PIL import Image
 
-from .._deps import require
-from ._args import ArgumentError, as_choice, as_float, as_int, as_str
-from ._naming import generator_name
+from ..core.deps import require
+from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
+from ..core.naming import generator_name
 from .base import GenerationFailure, GenerationResult
 
 logger = logging.getLogger(__name__)

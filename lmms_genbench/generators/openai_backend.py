@@ -31,8 +31,8 @@ from typing import Any
 import httpx
 from PIL import Image
 
-from ._args import ArgumentError, as_float, as_int, as_str
-from ._naming import generator_name
+from ..core.args import ArgumentError, as_float, as_int, as_str
+from ..core.naming import generator_name
 from .base import GenerationFailure, GenerationResult, GeneratorConfigError
 
 logger = logging.getLogger(__name__)

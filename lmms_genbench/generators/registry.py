@@ -10,7 +10,7 @@ import importlib
 import inspect
 from typing import Any
 
-from ._args import ArgumentError
+from ..core.args import ArgumentError
 from .base import Generator
 
 # name -> (module, class); the module is imported on first use.

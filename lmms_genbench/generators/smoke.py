@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from .._deps import require
-from ._args import ArgumentError, as_float, as_int, as_str
+from ..core.deps import require
+from ..core.args import ArgumentError, as_float, as_int, as_str
 from .base import GenerationResult
 from .diffusers_backend import DiffusersGenerator, _check_device
 

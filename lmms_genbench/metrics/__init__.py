@@ -5,7 +5,7 @@ Importing this package is cheap: numpy only. torch, transformers, clean-fid and
 sentence-transformers load when an encoder or feature extractor is built.
 """
 
-from .encoders import (
+from .networks.encoders import (
     LONG_TEXT_MODES,
     SHIPPED_MINILM,
     CLIPImageEncoder,
@@ -21,17 +21,17 @@ from .encoders import (
     get_image_encoder,
     get_text_encoder,
 )
-from .fid import FrechetStats, frechet_distance
-from .gc import gc_at_t, gc_at_t_rows, gc_fid_at_t, gc_weights, step_weighted_mean
-from .geneval import (
+from .functional.fid import FrechetStats, frechet_distance
+from .functional.gc import gc_at_t, gc_at_t_rows, gc_fid_at_t, gc_weights, step_weighted_mean
+from .functional.geneval import (
     Detection,
     GenEvalResult,
     GenEvalRules,
     GenEvalStats,
     evaluate_detections,
 )
-from .geneval_networks import build_color_classifier, build_detector, evaluate_image
-from .inception import (
+from .networks.detection import build_color_classifier, build_detector, evaluate_image
+from .networks.inception import (
     FID_IMAGE_SIZE,
     FIDFeatureExtractor,
     build_fid_extractor,
@@ -40,21 +40,21 @@ from .inception import (
     fid_helper_model_path,
     get_fid_extractor,
 )
-from .mcd import MAPPINGS as DRIFT_MAPPINGS
-from .mcd import (
+from .scorers.mcd import MAPPINGS as DRIFT_MAPPINGS
+from .scorers.mcd import (
     DriftScorerConfig,
     DriftStats,
     drift_record,
     score_drift_chains,
 )
 
-# not bound as ``mcd``: that name is the submodule (``import lmms_genbench.metrics.mcd``)
-from .mcd import mcd as mean_cumulative_drift
-from .mcd import report_value as drift_report_value
-from .mgg import MGGScorerConfig, mgg_record, score_mgg_chains
-from .mgg import report_value as mgg_report_value
-from .similarity import cosine_similarity, l2_normalize
-from .tiny_models import TinyCLIP, TinyViT, tiny_clip, tiny_vit
+# not bound as ``mcd``: that name is the submodule (``import lmms_genbench.metrics.scorers.mcd``)
+from .scorers.mcd import mcd as mean_cumulative_drift
+from .scorers.mcd import report_value as drift_report_value
+from .scorers.mgg import MGGScorerConfig, mgg_record, score_mgg_chains
+from .scorers.mgg import report_value as mgg_report_value
+from .functional.similarity import cosine_similarity, l2_normalize
+from ..smoke.vision import TinyCLIP, TinyViT, tiny_clip, tiny_vit
 
 __all__ = [
     "DRIFT_MAPPINGS",

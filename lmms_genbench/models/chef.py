@@ -52,7 +52,7 @@ from typing import Any
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 
-from ._args import optional_int, split_prefixed
+from ..core.model_args import optional_int, split_prefixed
 from .cycle import _smoke_describer_args
 
 logger = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ class ChefModel(lmms):
         preset: ``smoke`` = the tiny random-weight llava (offline tests).
         ll_returns: what the inner model's loglikelihood returns (see module doc).
         ppl: how options are scored: ``lmms`` (the inner model's loglikelihood
-            requests), ``hf`` (:mod:`lmms_genbench.models.chef_scoring`, for
+            requests), ``hf`` (:mod:`lmms_genbench.chef.option_logprob`, for
             LLaVA-style HF models whose loglikelihood is broken in lmms-eval
             0.7.3), ``auto`` (``hf`` for ``llava_hf``, else ``lmms``).
         cot_max_new_tokens: reasoning length (256, as ChEF).
@@ -191,7 +191,7 @@ class ChefModel(lmms):
 
         self.inner = get_model(inner)(**inner_args)
         self.inner_name = inner
-        from .chef_scoring import supports_hf_scoring
+        from ..chef.option_logprob import supports_hf_scoring
 
         self.ppl = ("hf" if inner in HF_SCORED else "lmms") if ppl == "auto" else ppl
         if self.ppl == "hf" and not supports_hf_scoring(self.inner):
@@ -256,7 +256,7 @@ class ChefModel(lmms):
     # ------------------------------------------------------------ requests
 
     def generate_until(self, requests) -> list[str]:
-        from lmms_genbench.metrics.chef import softmax_confidence
+        from lmms_genbench.metrics.functional.chef import softmax_confidence
 
         jobs = []  # one per (request, variant)
         outputs: list[dict[str, Any]] = []
@@ -307,7 +307,7 @@ class ChefModel(lmms):
                 items.append((j["answer_ctx"], f" {option}", j["images"]))
                 owners.append((j, k))
         if self.ppl == "hf":
-            from .chef_scoring import option_logprob
+            from ..chef.option_logprob import option_logprob
 
             lls = []
             for ctx, cont, imgs in items:

@@ -6,7 +6,7 @@
         --tasks mmeception
 
 or with one unified model that both describes and draws (see
-:mod:`lmms_genbench.models.unified`):
+:mod:`lmms_genbench.generators.unified`):
 
     lmms-eval --model cycle \\
         --model_args unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda \\
@@ -29,7 +29,7 @@ from lmms_eval.api.model import lmms
 from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
 from ..engine.store import slug_key, stable_hash
 from ..generators import build_generator
-from ._args import identity_args, optional_int, split_prefixed
+from ..core.model_args import identity_args, optional_int, split_prefixed
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 def _smoke_describer_args() -> dict[str, Any]:
     import torch
 
-    from .smoke_describer import tiny_llava_path
+    from ..smoke.llava import tiny_llava_path
 
     if "OMP_NUM_THREADS" not in os.environ:
         # the tiny smoke networks are dominated by per-op overhead; extra threads
@@ -54,7 +54,7 @@ def _smoke_describer_args() -> dict[str, Any]:
 
 
 def _smoke_unified_args() -> dict[str, Any]:
-    from .smoke_janus import tiny_janus_path
+    from ..smoke.janus import tiny_janus_path
 
     _smoke_describer_args()  # the same single-thread setting for tiny networks
     return {"pretrained": str(tiny_janus_path()), "device": "cpu", "dtype": "float32"}
@@ -99,7 +99,7 @@ def _resolve_roles(preset, describer, generator, unified, describer_args, genera
 def _build_roles(describer, generator, unified, describer_args, generator_args, unified_args):
     """The describer and generator, and whether they may run on two threads at once."""
     if unified:
-        from .unified import build_unified
+        from ..generators.unified import build_unified
 
         model = build_unified(unified, **unified_args)
         return model, model, bool(getattr(model, "concurrent", False))

@@ -17,7 +17,7 @@ from lmms_eval.api.model import lmms
 from ..engine.cycle import chunked
 from ..engine.store import ArtifactStore, atomic_write
 from ..generators import GenerationFailure, build_generator
-from ._args import optional_int, split_prefixed
+from ..core.model_args import optional_int, split_prefixed
 
 
 class TextToImageModel(lmms):

@@ -1,4 +1,4 @@
-"""Hooks of the autobench tasks; the scoring lives in lmms_genbench.metrics.autobench."""
+"""Hooks of the autobench tasks; the scoring lives in lmms_genbench.metrics.functional.autobench."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 from lmms_genbench.autobench.balance import LETTERS, move_answer
 from lmms_genbench.autobench.prompts import ANSWER, ANSWER_NO_IMAGE, render
-from lmms_genbench.metrics.autobench import AccuracyStats, score_record
+from lmms_genbench.metrics.functional.autobench import AccuracyStats, score_record
 
 DATASET_ENV = "AUTOBENCH_DATASET"
 

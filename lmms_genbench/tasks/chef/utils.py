@@ -1,14 +1,14 @@
 """ChEF task glue: the recipe is the task's ``lmms_eval_specific_kwargs.default``.
 
 Rendering lives in :mod:`lmms_genbench.chef.recipe` and scoring in
-:mod:`lmms_genbench.chef.scoring` (imported once per process); these functions
+:mod:`lmms_genbench.chef.results` (imported once per process); these functions
 only pass the recipe along. The context is a JSON payload for ``--model chef``.
 """
 
 import json
 
 from lmms_genbench.chef import recipe as _recipe
-from lmms_genbench.chef import scoring as _scoring
+from lmms_genbench.chef import results as _scoring
 
 _NOT_RECIPE = ("default",)
 

@@ -1,11 +1,11 @@
 """MMECeption task functions: thin glue between lmms-eval and lmms_genbench.
 
-Scoring lives in ``lmms_genbench.metrics.genception`` (imported once per
+Scoring lives in ``lmms_genbench.metrics.scorers.genception`` (imported once per
 process); this module only maps docs and names metrics.
 """
 
-from lmms_genbench.data import folder_records, load_package_photo
-from lmms_genbench.metrics.genception import PAPER_SCORER, chain_record, report_value
+from lmms_genbench.data.photos import folder_records, load_package_photo
+from lmms_genbench.metrics.scorers.genception import PAPER_SCORER, chain_record, report_value
 
 # GenCeption's P_Desc (paper Table 1), verbatim
 P_DESC = (

@@ -2,15 +2,15 @@
 
 Each image-caption pair becomes two docs, a text-first and an image-first
 chain; the cycle model reads the direction from the doc. Scoring lives in
-``lmms_genbench.metrics.mcd``.
+``lmms_genbench.metrics.scorers.mcd``.
 """
 
 import os
 
-from lmms_genbench.data import load_package_photo
-from lmms_genbench.metrics import mgg
-from lmms_genbench.metrics.geneval import TAGS
-from lmms_genbench.metrics.mcd import PAPER_DRIFT_SCORER, SMOKE_DRIFT_SCORER, drift_record, report_value
+from lmms_genbench.data.photos import load_package_photo
+from lmms_genbench.metrics.scorers import mgg
+from lmms_genbench.metrics.functional.geneval import TAGS
+from lmms_genbench.metrics.scorers.mcd import PAPER_DRIFT_SCORER, SMOKE_DRIFT_SCORER, drift_record, report_value
 
 # The paper publishes no I2T prompt (its chains are "captioned"); this default asks
 # for one detailed paragraph, like the DOCCI captions the chains start from.
@@ -57,7 +57,7 @@ def nd400_docs(dataset):
     """
     import datasets
 
-    from lmms_genbench.sdp_data import join_nd400, load_pair_list
+    from lmms_genbench.data.sdp import join_nd400, load_pair_list
 
     pairs = load_pair_list(os.environ[PAIRS_ENV]) if os.environ.get(PAIRS_ENV) else dataset
     return both_directions(datasets.Dataset.from_list(join_nd400(pairs)))
@@ -69,7 +69,7 @@ def geneval_docs(dataset):
     ``$LMMS_GENBENCH_GENEVAL_PROMPTS``; the placeholder dataset is replaced."""
     import datasets
 
-    from lmms_genbench.sdp_data import default_geneval_path, load_geneval_docs
+    from lmms_genbench.data.sdp import default_geneval_path, load_geneval_docs
 
     path = os.environ.get(GENEVAL_ENV) or str(default_geneval_path())
     if not os.path.isfile(path):
@@ -83,7 +83,7 @@ def geneval_docs(dataset):
 def geneval_smoke_docs(dataset):
     import datasets
 
-    from lmms_genbench.sdp_data import load_geneval_docs
+    from lmms_genbench.data.sdp import load_geneval_docs
 
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "geneval_smoke.jsonl")
     return datasets.Dataset.from_list(load_geneval_docs(here, warn_if_not_geneval=False))

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from ._common import check_batch_size, check_device
-from ._scoring import (
+from ..networks.common import check_batch_size, check_device
+from .base import (
     NOT_A_CHAIN,
     ReportCache,
     cached_report,
@@ -53,7 +53,7 @@ from ._scoring import (
     unit_rows,
     write_report_json,
 )
-from .encoders import LONG_TEXT_MODES
+from ..networks.encoders import LONG_TEXT_MODES
 
 __all__ = [
     "DIRECTIONS",
@@ -537,7 +537,7 @@ def score_drift_chains(
     Records are sorted by (direction, source, chain_id) before scoring, and sums are
     exact, so the report does not depend on the order records arrive in.
     """
-    from .encoders import get_image_encoder, get_text_encoder
+    from ..networks.encoders import get_image_encoder, get_text_encoder
 
     if not isinstance(config, DriftScorerConfig):
         raise TypeError(f"config must be a DriftScorerConfig, got {type(config).__name__}")

@@ -210,7 +210,7 @@ def load_geneval_docs(
     an int, which an Arrow column cannot hold. Raises ValueError naming the file and line
     for unreadable or invalid entries, or a prompt count that does not match.
     """
-    from .metrics.geneval import validate_metadata
+    from ..metrics.functional.geneval import validate_metadata
 
     docs = []
     lines = Path(metadata_path).read_text(encoding="utf-8").splitlines()
@@ -257,7 +257,7 @@ def fetch_geneval_metadata(target: str | os.PathLike, url: str = GENEVAL_URL, tr
     (tests)."""
     import httpx
 
-    from .engine.store import atomic_write
+    from ..engine.store import atomic_write
 
     with httpx.Client(transport=transport, follow_redirects=True, timeout=60) as client:
         response = client.get(url)

@@ -195,7 +195,7 @@ def write_report_json(target: str | os.PathLike, payload: Any, what: str) -> Non
     logs a warning (the scores themselves are already computed)."""
     import json
 
-    from ..engine.store import atomic_write
+    from ...engine.store import atomic_write
 
     blob = json.dumps(payload, indent=2, sort_keys=True, default=str).encode("utf-8")
     try:

@@ -18,11 +18,11 @@ from typing import Any
 
 from PIL import Image
 
-from ..._deps import require
-from ...generators._args import as_choice, as_float, as_int, as_str
-from ...generators._naming import generator_name
-from ...generators.base import GenerationResult, GeneratorConfigError
-from ...generators.diffusers_backend import (
+from ...core.deps import require
+from ...core.args import as_choice, as_float, as_int, as_str
+from ...core.naming import generator_name
+from ..base import GenerationResult, GeneratorConfigError
+from ..diffusers_backend import (
     DTYPES,
     _check_device,
     _check_image,

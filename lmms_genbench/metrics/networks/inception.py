@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import ModelCache, check_batch_size, check_device, to_rgb_images
+from .common import ModelCache, check_batch_size, check_device, to_rgb_images
 
 __all__ = [
     "FID_IMAGE_SIZE",

@@ -30,7 +30,7 @@ __all__ = [
     "tiny_qwen2_vl_path",
 ]
 
-_ASSETS = Path(__file__).resolve().parent / "smoke_assets"
+_ASSETS = Path(__file__).resolve().parent / "assets"
 _WORDS_FILE = _ASSETS / "words.txt"
 # Written last into a finished build; its presence with the right key means "complete".
 _MARKER = "genbench_smoke.json"

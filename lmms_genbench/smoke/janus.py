@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .smoke_describer import (
+from .llava import (
     _TEMPLATE_WORDS,
     BOS,
     EOS,

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from lmms_genbench.metrics.chef import (
+from lmms_genbench.metrics.functional.chef import (
     EqualWidthECE,
     PopeCounts,
     ece_equal_mass,

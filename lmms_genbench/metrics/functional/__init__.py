@@ -1,0 +1,1 @@
+"""Pure maths and mergeable accumulators: numpy only, no networks, no files."""

@@ -1,0 +1,1 @@
+"""Scorers of stored chains: records in, a report out (GenCeption, MCD, MGG)."""

@@ -1,0 +1,1 @@
+"""Tiny random-weight networks and offline assets for smoke runs and tests (one home)."""

@@ -1,0 +1,139 @@
+"""The package's import graph, read from the source (nothing is imported).
+
+Used by ``test_architecture.py``, and runnable for figures:
+``python tests/import_graph.py`` prints the cycles and the private names
+imported across packages.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "lmms_genbench"
+PACKAGE = "lmms_genbench"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(current: str, is_package: bool, level: int, target: str | None) -> str:
+    if level == 0:
+        return target or ""
+    base = current.split(".") if is_package else current.split(".")[:-1]
+    base = base[: len(base) - (level - 1)] if level > 1 else base
+    return ".".join(base + ([target] if target else []))
+
+
+def imports(module_level_only: bool = True) -> dict[str, set[tuple[str, str | None]]]:
+    """module -> {(imported module, imported name or None)} for our own modules.
+
+    ``module_level_only`` keeps the imports that run when the module is imported
+    (the ones that can form an import cycle); function-level imports are lazy.
+    """
+    modules = {module_name(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[tuple[str, str | None]]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        nodes = tree.body if module_level_only else list(ast.walk(tree))
+        if module_level_only:  # also imports under module-level `if`/`try`
+            nodes = [n for top in tree.body for n in ast.walk(top) if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+            nodes += [n for top in tree.body if isinstance(top, ast.ClassDef) for n in top.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        edges: set[tuple[str, str | None]] = set()
+        is_package = path.name == "__init__.py"
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith(PACKAGE):
+                        edges.add((alias.name, None))
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(name, is_package, node.level, node.module)
+                if not target.startswith(PACKAGE):
+                    continue
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    edges.add((sub, None) if sub in modules else (target, alias.name))
+        graph[name] = {(t, n) for t, n in edges if t in modules and t != name}
+    return graph
+
+
+def cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (import cycles).
+
+    Lazy (function-level) imports count too: a cycle held together by a lazy
+    import or a module ``__getattr__`` is still two modules that need each other.
+    """
+    graph = {m: {t for t, _ in edges} for m, edges in imports(module_level_only=False).items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+    sys.setrecursionlimit(10_000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            # a package importing its own submodules is how packages work, not a cycle
+            if w.startswith(v + "."):
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 else module
+
+
+def private_imports_across_packages() -> list[str]:
+    """``importer -> module.name`` where a private module or name of another
+    top-level subpackage is imported (lazy imports included)."""
+    out = []
+    for importer, edges in imports(module_level_only=False).items():
+        for target, name in edges:
+            if _package_of(target) == _package_of(importer):
+                continue
+            private_module = any(p.startswith("_") and not p.startswith("__") for p in target.split("."))
+            private_name = name is not None and name.startswith("_") and not name.startswith("__")
+            if private_module or private_name:
+                out.append(f"{importer} -> {target}{'.' + name if name else ''}")
+    return sorted(out)
+
+
+if __name__ == "__main__":
+    found = cycles()
+    print(f"import cycles: {len(found)}")
+    for c in found:
+        print("  " + " <-> ".join(c))
+    private = private_imports_across_packages()
+    print(f"private names imported across packages: {len(private)}")
+    for p in private:
+        print("  " + p)
