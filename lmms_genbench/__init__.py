@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "gc_at_t": "lmms_genbench.metrics",
-    "mcd": "lmms_genbench.metrics.scorers.mcd",
+    "mcd": "lmms_genbench.metrics.functional.drift",
     "frechet_distance": "lmms_genbench.metrics",
     "build_generator": "lmms_genbench.generators",
     "CycleEngine": "lmms_genbench.engine",

@@ -18,6 +18,17 @@ from lmms_genbench.engine.describer import LmmsDescriber
 from .fakes import FakeDescriber, FakeGenerator
 
 
+def _hops(outcome):
+    """The stored hops of an outcome's chain: kind, path and (for a text) its text."""
+    chain = outcome.to_chain()
+    hops = []
+    for hop in range(chain.hops):
+        path = chain.path(hop)
+        text = path.read_text(encoding="utf-8") if chain.kind(hop) == "text" else None
+        hops.append({"kind": chain.kind(hop), "path": str(path), "text": text})
+    return hops
+
+
 def _spec(**gen_kwargs):
     return ChainSpec.from_request("Describe the image.", {"iterations": 2, **gen_kwargs})
 
@@ -77,10 +88,12 @@ def test_breadth_first_batches_and_complete_chains(tmp_path):
     # 2 describe hops x ceil(7/5) calls; 2 draw hops x ceil(7/4) calls: never one doc per call
     assert describer.calls == [5, 2, 5, 2]
     assert generator.calls == [4, 3, 4, 3]
-    chain = outcomes[0].to_dict()
-    assert [h["kind"] for h in chain["hops"]] == ["image", "text", "image", "text", "image"]
-    assert chain["hops"][1]["text"].startswith("a square of colour")
-    assert all(os.path.isfile(h["path"]) for h in chain["hops"])
+    hops = _hops(outcomes[0])
+    assert [h["kind"] for h in hops] == ["image", "text", "image", "text", "image"]
+    assert hops[1]["text"].startswith("a square of colour")
+    assert all(os.path.isfile(h["path"]) for h in hops)
+    chain = outcomes[0].to_chain("t")
+    assert (chain.length, chain.hops, chain.status, chain.task) == (4, 5, "ok", "t")
     assert stats.describe_items == 14 and stats.generate_items == 14
 
 
@@ -136,7 +149,7 @@ def test_resumed_chain_equals_uninterrupted(tmp_path):
     full, _ = CycleEngine(FakeDescriber(), FakeGenerator()).run(_jobs(a, spec, _colours(3)))
     CycleEngine(FakeDescriber(), FakeGenerator(), stop_after_hop=1).run(_jobs(b, spec, _colours(3)))
     resumed, _ = CycleEngine(FakeDescriber(), FakeGenerator()).run(_jobs(b, spec, _colours(3)))
-    texts = lambda outs: [[h.get("text") for h in o.to_dict()["hops"]] for o in outs]  # noqa: E731
+    texts = lambda outs: [[h["text"] for h in _hops(o)] for o in outs]  # noqa: E731
     assert texts(full) == texts(resumed)
 
 
@@ -192,7 +205,7 @@ def test_empty_refused_and_generator_failures_are_per_doc(tmp_path):
     assert reasons[3] is None
     assert stats.failures == {"describe": 2, "generate": 1}
     # the failed doc keeps what it had computed
-    assert [h["kind"] for h in outcomes[2].to_dict()["hops"]] == ["image", "text"]
+    assert [h["kind"] for h in _hops(outcomes[2])] == ["image", "text"]
 
 
 def test_blank_drawings_fail_their_chain_and_the_rest_complete(tmp_path):
@@ -355,7 +368,7 @@ def test_overlap_gives_the_same_chains_as_strict_alternation(tmp_path):
         outcomes, _ = CycleEngine(FakeDescriber(), FakeGenerator(batch_size=3), describer_batch=2, overlap=overlap).run(
             _jobs(store, spec, _colours(7))
         )
-        runs[overlap] = [[h.get("text") for h in o.to_dict()["hops"]] for o in outcomes]
+        runs[overlap] = [[h["text"] for h in _hops(o)] for o in outcomes]
     assert runs[True] == runs[False]
 
 

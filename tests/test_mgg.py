@@ -8,8 +8,11 @@ import pytest
 from PIL import Image
 
 from lmms_genbench.data import sdp as sdp_data
+from lmms_genbench.metrics.functional.geneval import Detection
 from lmms_genbench.metrics.scorers import mgg
-from lmms_genbench.metrics.functional.geneval import Detection, validate_metadata
+from lmms_genbench.metrics.scorers.base import MetricItem
+
+from .chains import record, write_chain
 
 
 class RedMeansFound:
@@ -20,24 +23,21 @@ class RedMeansFound:
         return {c: [Detection((0, 0, 4, 4), 0.99)] if found else [] for c in classes}
 
 
-def _image(tmp_path, name, found):
-    path = tmp_path / "ns" / name.replace("/", "_") / f"{name.count('/')}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.new("RGB", (8, 8), (255, 0, 0) if found else (0, 0, 255)).save(path)
-    return str(path)
+RED, BLUE = (255, 0, 0), (0, 0, 255)
 
 
-def _record(tmp_path, chain_id, tag, found_by_g, status="ok", reason=None):
+def _record(tmp_path, chain_id, tag, found_by_g, status="ok", reason=None, length=4, scorer=None):
+    """A text-first chain whose drawing at generation g is red (found) or blue (not found)."""
     classes = [{"class": "cat", "count": 1}] + ([{"class": "dog", "count": 1}] if tag == "two_object" else [])
-    images = [[g, _image(tmp_path, f"{chain_id}/{g}", f)] for g, f in found_by_g.items()]
-    return {
-        "chain_id": chain_id, "status": status, "reason": reason,
-        "metadata": validate_metadata({"tag": tag, "include": classes}),
-        "images": images, "scorer": mgg.SMOKE_MGG_SCORER,
-    }
+    items = ["a photo"]
+    for g in range(1, max(found_by_g) + 1):
+        items.append((RED if found_by_g[g] else BLUE) if g % 2 else "a description")
+    failure = None if status == "ok" else (3, "generate", reason.split(": ", 1)[1])
+    chain = write_chain(tmp_path, chain_id, "text_first", items, length=length, failure=failure, scorer=scorer)
+    return record(mgg.MGG, chain, metadata=json.dumps({"tag": tag, "include": classes}))
 
 
-CONFIG = mgg.MGGScorerConfig(detector="unused", color_classifier="unused")
+CONFIG = mgg.MGGSettings(detector="unused", color_classifier="unused")
 
 
 def test_mgg_hand_worked_with_failures_and_repeats(tmp_path):
@@ -48,9 +48,9 @@ def test_mgg_hand_worked_with_failures_and_repeats(tmp_path):
         _record(tmp_path, "c", "single_object", {1: True}, status="failed",
                 reason="generate failed at hop 3: generator returned a blank image"),
         _record(tmp_path, "d", "single_object", {1: True}),  # "ok" but stopped short
-        dict(a),  # rank padding repeats a doc
+        a,  # rank padding repeats a doc
     ]
-    report = mgg.score_mgg_chains(records, CONFIG, generations=4, detector=RedMeansFound())
+    report = mgg.MGG.score(records, CONFIG, 4, detector=RedMeansFound())
     # g=1: single 1/1, two 1/1 -> 1.0; g=3: single 0/1, two 1/1 -> 0.5; MGG = 0.75
     assert report["geneval@1"] == 1.0 and report["geneval@3"] == 0.5
     assert report["mgg"] == pytest.approx(0.75)
@@ -64,47 +64,47 @@ def test_mgg_hand_worked_with_failures_and_repeats(tmp_path):
     }
     assert report["scored_generations"] == [1, 3]
     # the same report whatever order the records come in
-    again = mgg.score_mgg_chains(records[::-1], CONFIG, generations=4, detector=RedMeansFound())
+    again = mgg.MGG.score(records[::-1], CONFIG, 4, detector=RedMeansFound())
     assert again == report
 
 
-def test_generations_default_to_the_longest_ok_chain(tmp_path):
-    records = [_record(tmp_path, "a", "single_object", {1: True, 3: True, 5: False})]
-    report = mgg.score_mgg_chains(records, CONFIG, detector=RedMeansFound())
+def test_a_longer_chain_is_scored_on_the_generations_the_task_asks(tmp_path):
+    records = [_record(tmp_path, "a", "single_object", {1: True, 2: False, 3: True, 4: False, 5: False}, length=5)]
+    report = mgg.MGG.score(records, CONFIG, 5, detector=RedMeansFound())
     assert report["generations"] == 5 and report["mgg"] == pytest.approx(2 / 3)
+    shorter = mgg.MGG.score(records, CONFIG, 3, detector=RedMeansFound())
+    assert shorter["scored_generations"] == [1, 3] and shorter["mgg"] == 1.0
 
 
-def test_mgg_record_never_raises_and_keeps_metadata_small(tmp_path):
+def test_record_keeps_the_metadata_and_fails_bad_docs(tmp_path):
     meta = {"tag": "position", "include": [{"class": "cup", "count": 1},
                                            {"class": "book", "count": 1, "position": ["right of", 0]}]}
-    chain = {"chain_id": "geneval/00001", "status": "ok", "direction": "text_first", "failure": None,
-             "hops": [{"hop": 0, "kind": "text", "text": "p"}, {"hop": 1, "kind": "image", "path": "/x/1.png"},
-                      {"hop": 2, "kind": "text", "text": "t"}, {"hop": 3, "kind": "image", "path": "/x/3.png"}]}
-    doc = {"chain_id": "geneval/00001", "metadata": json.dumps(meta)}
-    rec = mgg.mgg_record(json.dumps(chain), doc, mgg.SMOKE_MGG_SCORER)
-    assert rec["status"] == "ok" and rec["images"] == [[1, "/x/1.png"], [3, "/x/3.png"]]
-    assert rec["metadata"]["include"][1]["position"] == ("right of", 0)
-    json.dumps(rec)  # lmms-eval logs it
-    assert mgg.mgg_record("not json", doc, {})["reason"].startswith("response is not a chain")
-    bad = mgg.mgg_record(json.dumps(chain), {"metadata": '{"tag": "nope"}'}, {})
-    assert bad["status"] == "failed" and bad["reason"].startswith("bad GenEval metadata")
-    image_first = mgg.mgg_record(json.dumps({**chain, "direction": "image_first"}), doc, {})
-    assert image_first["status"] == "failed" and "text-first" in image_first["reason"]
+    chain = write_chain(tmp_path, "geneval/00001", "text_first", ["p", RED, "t", RED])
+    rec = record(mgg.MGG, chain, metadata=json.dumps(meta))
+    assert rec.ok and rec.path(3).endswith("003.png")
+    assert rec.fields["metadata"]["include"][1]["position"] == ("right of", 0)
+    bad = record(mgg.MGG, chain, metadata='{"tag": "nope"}')
+    assert not bad.ok and bad.reason.startswith("bad GenEval metadata")
+    image_first = write_chain(tmp_path, "i", "image_first", [RED, "t", RED])
+    report = mgg.MGG.score([record(mgg.MGG, image_first, metadata=json.dumps(meta))], CONFIG, 2, detector=RedMeansFound())
+    assert report["failure_reasons"] == {"MGG scores text-first chains, got 'image_first'": 1}
+    with pytest.raises(ValueError, match="--model cycle"):
+        mgg.MGG.record({"metadata": json.dumps(meta)}, "not json")
 
 
-def test_report_value_scores_once_and_writes_the_report(tmp_path, monkeypatch):
+def test_aggregate_scores_once_and_writes_the_report(tmp_path, monkeypatch):
     calls = []
-    real = mgg.score_mgg_chains
+    real = mgg.MGGScorer.score
 
-    def counting(records, config, generations=None, **kw):
+    def counting(self, records, settings, length, **kw):
         calls.append(1)
-        return real(records, config, generations, detector=RedMeansFound())
+        return real(self, records, settings, length, detector=RedMeansFound())
 
-    monkeypatch.setattr(mgg, "score_mgg_chains", counting)
-    mgg._CACHE.clear()
-    records = [_record(tmp_path, "a", "single_object", {1: True, 3: False})]
-    assert mgg.report_value(records, "mgg", 4) == 0.5
-    assert mgg.report_value(records, "geneval@3", 4) == 0.0
+    monkeypatch.setattr(mgg.MGGScorer, "score", counting)
+    scorer = mgg.MGGScorer()
+    records = [_record(tmp_path, "a", "single_object", {1: True, 2: False, 3: False}, scorer={"preset": "smoke"})]
+    assert scorer.aggregate([MetricItem("mgg", r) for r in records]) == 0.5
+    assert scorer.aggregate([MetricItem("geneval@3", r) for r in records]) == 0.0
     assert len(calls) == 1
     written = json.loads((tmp_path / "ns" / "mgg_report.json").read_text())
     assert written["mgg"] == 0.5 and written["counts"]
@@ -112,11 +112,11 @@ def test_report_value_scores_once_and_writes_the_report(tmp_path, monkeypatch):
 
 def test_scorer_settings_from_task_and_environment(monkeypatch):
     monkeypatch.delenv(mgg.ENV_DETECTOR, raising=False)
-    assert mgg.MGGScorerConfig.resolve({}).detector == "google/owlv2-large-patch14-ensemble"
+    assert mgg.MGG.resolve({}).detector == "google/owlv2-large-patch14-ensemble"
     monkeypatch.setenv(mgg.ENV_DETECTOR, "my/owl")
-    assert mgg.MGGScorerConfig.resolve(mgg.SMOKE_MGG_SCORER).detector == "my/owl"
+    assert mgg.MGG.resolve({"preset": "smoke"}).detector == "my/owl"
     with pytest.raises(ValueError, match="detector must be a non-empty"):
-        mgg.MGGScorerConfig(detector="", color_classifier="x")
+        mgg.MGGSettings(detector="", color_classifier="x")
 
 
 # -- data ----------------------------------------------------------------------------------

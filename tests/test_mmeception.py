@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lmms_genbench.metrics.scorers.genception import ScorerConfig, chain_record, score_chains
+from lmms_genbench.metrics.scorers.genception import GENCEPTION, GenCeptionSettings, _groups
 from lmms_genbench.tasks.mmeception import utils
+
+from .chains import record, write_chain
 
 
 def test_each_mme_image_is_used_once():
@@ -26,21 +28,19 @@ def test_each_mme_image_is_used_once():
 def test_prompt_is_the_papers_p_desc_verbatim():
     assert utils.doc_to_text({}).startswith("Please write a clear, precise, detailed, and concise description")
     assert utils.doc_to_text({}).endswith("You must complete the description using less than 500 words.")
-    assert len(utils.VISUAL) == 10 and len(utils.TEXTUAL) == 4
+    assert len(utils.MME_GROUPS["visual"]) == 10 and len(utils.MME_GROUPS["textual"]) == 4
 
 
-def _chain(tmp_path, chain_id, colours, status="ok"):
-    folder = tmp_path / chain_id
-    folder.mkdir(parents=True)
-    hops = []
+def _chain(tmp_path, category, chain_id, colours, status="ok", iterations=3):
+    """A GenCeption chain: seed and redraws of the given colours, descriptions between."""
+    items = []
     for t, colour in enumerate(colours):
-        path = folder / f"{2 * t:03d}.png"
-        Image.new("RGB", (32, 32), colour).save(path)
-        hops.append({"hop": 2 * t, "kind": "image", "path": str(path)})
+        items.append(Image.new("RGB", (32, 32), colour))
         if t < len(colours) - 1:
-            hops.append({"hop": 2 * t + 1, "kind": "text", "path": "", "text": "d"})
-    failure = None if status == "ok" else {"hop": 1, "stage": "describe", "reason": "empty description"}
-    return json.dumps({"chain_id": chain_id, "status": status, "failure": failure, "hops": hops})
+            items.append("d")
+    failure = None if status == "ok" else (1, "describe", "empty description")
+    chain = write_chain(tmp_path, chain_id, "image_first", items, length=2 * iterations, failure=failure)
+    return record(GENCEPTION, chain, category=category)
 
 
 class MeanColourEncoder:
@@ -57,19 +57,18 @@ def test_scores_on_hand_worked_chains(tmp_path, monkeypatch):
 
     monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
     red, grey = (255, 0, 0), (128, 128, 128)
-    responses = {
+    records = [
         # identical redraws: s(t) = 1, GC@3 = 1
-        ("existence", "a"): _chain(tmp_path, "a", [red, red, red, red]),
+        _chain(tmp_path, "existence", "a", [red, red, red, red]),
         # unit vectors (256,1,1) and (129,129,129): cosine known in closed form
-        ("existence", "b"): _chain(tmp_path, "b", [red, grey, grey, grey]),
-        ("OCR", "c"): _chain(tmp_path, "c", [red, red, red, red]),
-        ("OCR", "d"): _chain(tmp_path, "d", [red, red], status="failed"),
+        _chain(tmp_path, "existence", "b", [red, grey, grey, grey]),
+        _chain(tmp_path, "OCR", "c", [red, red, red, red]),
+        _chain(tmp_path, "OCR", "d", [red, red], status="failed"),
         # claims success but has only 2 of 3 iterations: must fail, not score GC@2
-        ("OCR", "e"): _chain(tmp_path, "e", [red, red, red]),
-    }
-    records = [chain_record(resp, {"chain_id": cid}, cat, {}) for (cat, cid), resp in responses.items()]
-    config = ScorerConfig("mean-colour", None, "cpu", 4)
-    report = score_chains(records, 3, config, utils.GROUPS)
+        _chain(tmp_path, "OCR", "e", [red, red, red]),
+    ]
+    config = GenCeptionSettings("mean-colour", None, "cpu", 4, groups=_groups(utils.MME_GROUPS))
+    report = GENCEPTION.score(records, config, length=6)
     cos = (256 * 129 + 129 + 129) / (math.sqrt(256**2 + 2) * math.sqrt(3 * 129**2))
     assert report["gc@3_existence"] == pytest.approx((1.0 + cos) / 2)  # mean of GC@3 over a and b
     assert report["gc@3_OCR"] == pytest.approx(1.0)
@@ -91,9 +90,9 @@ def test_gc_fid_reports_sample_size_and_nan_below_two(tmp_path, monkeypatch):
     records = []
     for k in range(3):
         colours = [tuple(int(c) for c in rng.integers(0, 255, 3)) for _ in range(4)]
-        records.append(chain_record(_chain(tmp_path, f"x{k}", colours), {"chain_id": f"x{k}"}, "many", {}))
-    records.append(chain_record(_chain(tmp_path, "solo", [(1, 2, 3)] * 4), {"chain_id": "solo"}, "one", {}))
-    report = score_chains(records, 3, ScorerConfig("mean-colour", "fid-helper", "cpu", 8))
+        records.append(_chain(tmp_path, "many", f"x{k}", colours))
+    records.append(_chain(tmp_path, "one", "solo", [(1, 2, 3)] * 4))
+    report = GENCEPTION.score(records, GenCeptionSettings("mean-colour", "fid-helper", "cpu", 8), length=6)
     assert report["gc_fid@3_many_n"] == 3 and report["gc_fid@3_one_n"] == 1
     assert math.isfinite(report["gc_fid@3_many"]) and math.isnan(report["gc_fid@3_one"])
     fids = [report[f"fid@{t}_many"] for t in (1, 2, 3)]
@@ -102,17 +101,17 @@ def test_gc_fid_reports_sample_size_and_nan_below_two(tmp_path, monkeypatch):
     assert report["gc_fid@3_n_min"] == 1
 
 
-def test_a_response_that_is_not_a_chain_is_a_counted_failure():
-    record = chain_record("I am a plain text answer", {"chain_id": "q1"}, "scene", {})
-    assert record["status"] == "failed" and "not a chain" in record["reason"]
+def test_a_response_that_is_not_a_chain_stops_with_the_model_to_use():
+    with pytest.raises(ValueError, match=r"not a chain.*--model cycle"):
+        utils.process_results({"chain_id": "q1", "category": "scene"}, ["I am a plain text answer"])
 
 
 def test_scorer_settings_come_from_the_task_and_the_environment(monkeypatch):
     monkeypatch.setenv("LMMS_GENBENCH_IMAGE_ENCODER", "clip:openai/clip-vit-base-patch32")
     monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
     monkeypatch.setenv("LMMS_GENBENCH_SCORER_BATCH", "7")
-    config = ScorerConfig.resolve(utils.SMOKE_SCORER)
-    assert config == ScorerConfig("clip:openai/clip-vit-base-patch32", None, "cpu", 7)
+    config = GENCEPTION.resolve({"preset": "smoke"})
+    assert config == GenCeptionSettings("clip:openai/clip-vit-base-patch32", None, "cpu", 7)
     monkeypatch.setenv("LMMS_GENBENCH_SCORER_BATCH", "many")
     with pytest.raises(ValueError, match="LMMS_GENBENCH_SCORER_BATCH must be an integer"):
-        ScorerConfig.resolve(utils.SMOKE_SCORER)
+        GENCEPTION.resolve({"preset": "smoke"})

@@ -5,6 +5,7 @@ import pytest
 from PIL import Image
 
 from lmms_genbench.data.sdp import join_nd400
+from lmms_genbench.metrics.scorers.mcd import MCD
 from lmms_genbench.tasks.sdp import utils
 
 
@@ -17,10 +18,10 @@ def test_each_pair_becomes_a_text_first_and_an_image_first_chain():
 
 
 def test_metric_names_follow_the_generations_each_mapping_uses():
-    names = utils._metric_names(4, ("s1",))
+    names = MCD.metric_names(4, {"sources": ["s1"]})
     assert [n for n in names if n.startswith("s_text->text")] == ["s_text->text@2", "s_text->text@4"]
     assert [n for n in names if n.startswith("s_image->text")] == ["s_image->text@1", "s_image->text@3"]
-    assert "mcd_avg_s1" in names and len(utils._FULL) == 7 + 40 + 2
+    assert "mcd_avg_s1" in names and len(MCD.metric_names(20, {"sources": ["nocaps", "docci"]})) == 7 + 40 + 2
 
 
 class _Table(list):

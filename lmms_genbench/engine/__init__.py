@@ -1,6 +1,7 @@
 """The protocol engine shared by every cyclic task."""
 
-from .cycle import ChainFailure, ChainJob, ChainOutcome, CycleEngine, RunStats, generation_seed
+from .chain import Chain, ChainFailure, NotAChainError
+from .cycle import ChainJob, ChainOutcome, CycleEngine, RunStats, generation_seed
 from .describer import Describer, LmmsDescriber
 from .images import BadImageError, normalize_image
 from .protocol import ChainSpec, GENCEPTION_GENERATE_PROMPT
@@ -9,6 +10,7 @@ from .store import ArtifactStore, ChainLocation
 __all__ = [
     "ArtifactStore",
     "BadImageError",
+    "Chain",
     "ChainFailure",
     "ChainJob",
     "ChainLocation",
@@ -18,6 +20,7 @@ __all__ = [
     "Describer",
     "GENCEPTION_GENERATE_PROMPT",
     "LmmsDescriber",
+    "NotAChainError",
     "RunStats",
     "generation_seed",
     "normalize_image",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ..generators.base import GenerationFailure, Generator, GeneratorConfigError
+from .chain import Chain, ChainFailure
 from .describer import Describer
 from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .protocol import ChainSpec
@@ -37,18 +38,8 @@ class ChainJob:
 
 
 @dataclass
-class ChainFailure:
-    hop: int
-    stage: str  # "seed" | "describe" | "generate" | "incomplete"
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"hop": self.hop, "stage": self.stage, "reason": self.reason}
-
-
-@dataclass
 class ChainOutcome:
-    """A chain as far as it got: the doc's response, serialised to JSON."""
+    """A chain as far as it got; :meth:`to_chain` is the doc's answer."""
 
     key: str
     spec: ChainSpec
@@ -59,23 +50,26 @@ class ChainOutcome:
     def ok(self) -> bool:
         return self.failure is None
 
-    def to_dict(self) -> dict[str, Any]:
-        hops = []
-        for hop in range(self.spec.hops + 1):
-            kind = self.spec.kind(hop)
-            if not self.location.has(hop, kind):
-                break
-            entry: dict[str, Any] = {"hop": hop, "kind": kind, "path": str(self.location.path(hop, kind))}
-            if kind == "text":
-                entry["text"] = self.location.read_text(hop)
-            hops.append(entry)
-        return {
-            "chain_id": self.key,
-            "status": "ok" if self.ok else "failed",
-            "failure": None if self.ok else self.failure.to_dict(),
-            "direction": self.spec.direction,
-            "hops": hops,
-        }
+    def stored_hops(self) -> int:
+        """Hops stored for this chain, gap-free from hop 0 and at most the spec's length."""
+        hop = 0
+        while hop <= self.spec.hops and self.location.has(hop, self.spec.kind(hop)):
+            hop += 1
+        return hop
+
+    def to_chain(self, task: str = "") -> Chain:
+        """The doc's answer: where the chain lives, how far it got, and why it stopped."""
+        return Chain(
+            chain_id=self.key,
+            direction=self.spec.direction,
+            length=self.spec.hops,
+            hops=self.stored_hops(),
+            namespace=str(self.location.directory.parent),
+            folder=self.location.directory.name,
+            task=task,
+            failure=self.failure,
+            scorer=self.spec.scorer,
+        )
 
 
 @dataclass

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from .chain import Direction, Kind, hop_kind
 from .store import stable_hash
-
-Direction = Literal["image_first", "text_first"]
-Kind = Literal["image", "text"]
 
 # GenCeption's generation prompt, verbatim (paper §2.1 and the authors' code)
 GENCEPTION_GENERATE_PROMPT = (
@@ -43,6 +42,7 @@ PROTOCOL_KEYS = (
     "direction_field",
     "refusal_patterns",
     "max_seed_side",
+    "scorer",
 )
 
 
@@ -59,6 +59,9 @@ class ChainSpec:
     refusal_patterns: tuple[str, ...] = DEFAULT_REFUSAL_PATTERNS
     max_seed_side: int = 2048
     describer_kwargs: dict = field(default_factory=dict, hash=False, compare=False)
+    # the task's scorer settings: carried to the scorer on every chain, never part
+    # of the chain's content (changing a scorer must not recompute chains)
+    scorer: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.direction not in ("image_first", "text_first"):
@@ -74,6 +77,8 @@ class ChainSpec:
             )
         for pattern in self.refusal_patterns:
             re.compile(pattern)
+        if not isinstance(self.scorer, Mapping):
+            raise ValueError(f"generation_kwargs.scorer must be a mapping of scorer settings, got {self.scorer!r}")
 
     @classmethod
     def from_request(
@@ -113,12 +118,12 @@ class ChainSpec:
             seed_field=kwargs.pop("seed_field", None),
             refusal_patterns=tuple(patterns or ()),
             max_seed_side=_positive_int("max_seed_side", kwargs.pop("max_seed_side", 2048)),
+            scorer=kwargs.pop("scorer", None) or {},
             describer_kwargs=kwargs,
         )
 
     def kind(self, hop: int) -> Kind:
-        first_is_image = self.direction == "image_first"
-        return "image" if (hop % 2 == 0) == first_is_image else "text"
+        return hop_kind(self.direction, hop)
 
     def protocol_id(self, task: str) -> str:
         settings = {

@@ -1,5 +1,5 @@
-"""Metric building blocks: GC@T aggregation, MCD, GenEval and MGG, Fréchet distance, FID
-features, encoders.
+"""Metrics in three layers: ``functional`` (pure maths and mergeable accumulators),
+``networks`` (a spec -> a cached network) and ``scorers`` (stored chains -> a report).
 
 Importing this package is cheap: numpy only. torch, transformers, clean-fid and
 sentence-transformers load when an encoder or feature extractor is built.
@@ -40,40 +40,46 @@ from .networks.inception import (
     fid_helper_model_path,
     get_fid_extractor,
 )
-from .scorers.mcd import MAPPINGS as DRIFT_MAPPINGS
-from .scorers.mcd import (
-    DriftScorerConfig,
-    DriftStats,
-    drift_record,
-    score_drift_chains,
-)
+from .functional.drift import MAPPINGS as DRIFT_MAPPINGS
+from .functional.drift import DriftStats
 
-# not bound as ``mcd``: that name is the submodule (``import lmms_genbench.metrics.scorers.mcd``)
-from .scorers.mcd import mcd as mean_cumulative_drift
-from .scorers.mcd import report_value as drift_report_value
-from .scorers.mgg import MGGScorerConfig, mgg_record, score_mgg_chains
-from .scorers.mgg import report_value as mgg_report_value
+# not bound as ``mcd``: the scorer instance is ``MCD``
+from .functional.drift import mcd as mean_cumulative_drift
+from .scorers.base import ChainRecord, ChainScorer, MetricItem
+from .scorers.genception import GENCEPTION, GenCeptionScorer, GenCeptionSettings
+from .scorers.mcd import MCD, DriftSettings, MCDScorer
+from .scorers.mgg import MGG, MGGScorer, MGGSettings
 from .functional.similarity import cosine_similarity, l2_normalize
 from ..smoke.vision import TinyCLIP, TinyViT, tiny_clip, tiny_vit
 
 __all__ = [
-    "DRIFT_MAPPINGS",
-    "FID_IMAGE_SIZE",
-    "LONG_TEXT_MODES",
-    "SHIPPED_MINILM",
     "CLIPImageEncoder",
     "CLIPTextEncoder",
+    "ChainRecord",
+    "ChainScorer",
     "DINOEncoder",
+    "DRIFT_MAPPINGS",
     "Detection",
-    "DriftScorerConfig",
+    "DriftSettings",
     "DriftStats",
     "FIDFeatureExtractor",
+    "FID_IMAGE_SIZE",
     "FrechetStats",
+    "GENCEPTION",
+    "GenCeptionScorer",
+    "GenCeptionSettings",
     "GenEvalResult",
     "GenEvalRules",
     "GenEvalStats",
     "ImageEncoder",
-    "MGGScorerConfig",
+    "LONG_TEXT_MODES",
+    "MCD",
+    "MCDScorer",
+    "MGG",
+    "MGGScorer",
+    "MGGSettings",
+    "MetricItem",
+    "SHIPPED_MINILM",
     "SentenceEncoder",
     "TextEncoder",
     "TinyCLIP",
@@ -88,8 +94,6 @@ __all__ = [
     "clear_encoder_cache",
     "clear_fid_extractor_cache",
     "cosine_similarity",
-    "drift_record",
-    "drift_report_value",
     "evaluate_detections",
     "evaluate_image",
     "fid_helper_model_path",
@@ -103,10 +107,6 @@ __all__ = [
     "get_text_encoder",
     "l2_normalize",
     "mean_cumulative_drift",
-    "mgg_record",
-    "mgg_report_value",
-    "score_drift_chains",
-    "score_mgg_chains",
     "step_weighted_mean",
     "tiny_clip",
     "tiny_vit",

