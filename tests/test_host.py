@@ -226,3 +226,18 @@ def test_a_loglikelihood_continuation_must_be_text():
 
     with pytest.raises(TypeError, match=r"^items\[0\] continuation: expected str"):
         loglikelihood(RecordingLM(), [("a", None, [])])
+
+
+# -- what the callers add ----------------------------------------------------------
+
+
+def test_examiner_sends_a_blank_image_with_text_only_prompts_and_wants_text():
+    from lmms_genbench.autobench.examiner import LmmsExaminer
+
+    lm = RecordingLM()
+    assert LmmsExaminer(lm, "x", text_only="blank").generate("Q?", (), {"max_new_tokens": 2}) == "Q? #0"
+    (image,) = lm.seen[0]
+    assert image.size == (64, 64) and image.getpixel((0, 0)) == (255, 255, 255)
+    assert LmmsExaminer(lm, "x").generate("Q?") == "Q? #0" and lm.seen[1] == []
+    with pytest.raises(TypeError, match="examiner returned list, not text"):
+        LmmsExaminer(RecordingLM(answers=[["round 1", "round 2"]]), "x").generate("Q?")
