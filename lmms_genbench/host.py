@@ -33,6 +33,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .core.model_args import identity_args
+
 #: Task and split our requests are filed under unless a caller names its own
 #: (the names show up in a model's logs, never in an lmms-eval results file).
 DEFAULT_TASK, DEFAULT_SPLIT = "lmms_genbench", "requests"
@@ -40,9 +42,7 @@ DEFAULT_TASK, DEFAULT_SPLIT = "lmms_genbench", "requests"
 
 def build_model(name: str, args: Mapping[str, Any]):
     """Instantiate the registered lmms-eval model ``name`` with ``args``."""
-    _check_name(name)
-    if not isinstance(args, Mapping):
-        raise TypeError(f"args: expected a mapping of model arguments; got {type(args).__name__}")
+    _check_model(name, args)
     from lmms_eval.models import get_model  # heavy: only when a model is built
 
     return get_model(name)(**args)
@@ -57,10 +57,7 @@ def model_identity(name: str, args: Mapping[str, Any]) -> str:
     hash covers :func:`~lmms_genbench.core.model_args.identity_args`, which
     leaves out operational settings and credentials.
     """
-    _check_name(name)
-    if not isinstance(args, Mapping):
-        raise TypeError(f"args: expected a mapping of model arguments; got {type(args).__name__}")
-    from .core.model_args import identity_args
+    _check_model(name, args)
     # imported here: lmms_genbench.engine imports this module (its describer)
     from .engine.store import slug_key, stable_hash
 
@@ -132,9 +129,11 @@ def _send(lm, kind: str, items: list[tuple], arguments: list[tuple], task: str, 
     return list(out)
 
 
-def _check_name(name) -> None:
+def _check_model(name, args) -> None:
     if not isinstance(name, str) or not name:
         raise ValueError(f"name: expected a registered lmms-eval model name; got {name!r}")
+    if not isinstance(args, Mapping):
+        raise TypeError(f"args: expected a mapping of model arguments; got {type(args).__name__}")
 
 
 def _check_items(items, call: str, fields: tuple[str, ...], middle_types: tuple[type, ...]) -> list[tuple]:
