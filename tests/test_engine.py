@@ -346,8 +346,9 @@ def test_lmms_describer_builds_requests_for_both_apis(lm_cls, prefix):
 def test_lmms_describer_isolates_a_failing_image():
     class Flaky(_SimpleLM):
         def generate_until(self, requests):
-            docs = [self.task_dict[r.args[4]][r.args[5]][r.args[3]] for r in requests]
-            if any(d["image"].size == (1, 1) for d in docs):
+            # reads each image as a model does: doc_to_visual(task_dict[task][split][doc_id])
+            images = [r.args[2](self.task_dict[r.args[4]][r.args[5]][r.args[3]])[0] for r in requests]
+            if any(image.size == (1, 1) for image in images):
                 raise RuntimeError("bad pixel values")
             return ["fine"] * len(requests)
 

@@ -1,25 +1,22 @@
 """The examiner: any lmms-eval model driven as "prompt (+ images) -> text".
 
-:class:`LmmsExaminer` builds lmms-eval requests for simple and chat models
-(the pattern of :class:`lmms_genbench.engine.LmmsDescriber`, with the image
-optional). :class:`CachedExaminer` puts every call through the on-disk cache.
+:class:`LmmsExaminer` sends one request per call through
+:mod:`lmms_genbench.host` (simple and chat models), with the image optional.
+:class:`CachedExaminer` puts every call through the on-disk cache.
 Tests inject any object with ``name`` and ``generate``.
 """
 
 from __future__ import annotations
 
-import copy
-import functools
-import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from PIL import Image
 
-from ..engine.store import slug_key, stable_hash
-from ..core.model_args import identity_args
+from .. import host
 from .cache import CallCache, image_hash
 
+# the examiner's own task name in the model's logs (see lmms_genbench.host)
 _TASK = "lmms_genbench_autobench"
 _SPLIT = "examiner"
 TEXT_ONLY_MODES = ("none", "blank")
@@ -29,15 +26,6 @@ class Examiner(Protocol):
     name: str
 
     def generate(self, prompt: str, images: Sequence[Image.Image] = (), gen_kwargs: dict | None = None) -> str: ...
-
-
-def _doc_to_visual(doc):
-    return list(doc["images"])
-
-
-def _doc_to_messages(doc, prompt: str):
-    content = [{"type": "image", "url": im} for im in doc["images"]]
-    return [{"role": "user", "content": [*content, {"type": "text", "text": prompt}]}]
 
 
 class LmmsExaminer:
@@ -59,26 +47,10 @@ class LmmsExaminer:
         self.text_only = text_only
 
     def generate(self, prompt, images=(), gen_kwargs=None) -> str:
-        from lmms_eval.api.instance import Instance, unwrap_generation_output
-
         images = list(images)
         if not images and self.text_only == "blank":
             images = [Image.new("RGB", (64, 64), "white")]
-        kwargs = copy.deepcopy(gen_kwargs or {})
-        if getattr(self.lm, "is_simple", True):
-            args = (prompt, kwargs, _doc_to_visual, 0, _TASK, _SPLIT)
-        else:
-            args = (prompt, functools.partial(_doc_to_messages, prompt=prompt), kwargs, 0, _TASK, _SPLIT)
-        req = Instance(request_type="generate_until", arguments=args, idx=0,
-                       metadata={"task": _TASK, "doc_id": 0, "repeats": 1})
-        self.lm.task_dict = {_TASK: {_SPLIT: {0: {"images": images}}}}
-        try:
-            out = self.lm.generate_until([req])
-        finally:
-            self.lm.task_dict = {}
-        if len(out) != 1:
-            raise RuntimeError(f"examiner returned {len(out)} outputs for 1 request")
-        text = unwrap_generation_output(out[0])[0]
+        (text,) = host.generate(self.lm, [(prompt, gen_kwargs, images)], task=_TASK, split=_SPLIT)
         if not isinstance(text, str):
             raise TypeError(f"examiner returned {type(text).__name__}, not text")
         return text
@@ -99,14 +71,7 @@ def parse_model_args(text: str | None) -> dict[str, Any]:
 
 def build_examiner(model: str, args: dict[str, Any], text_only: str = "none") -> LmmsExaminer:
     """Instantiate the registered lmms-eval model ``model`` with ``args``."""
-    from lmms_eval.models import get_model
-
-    lm = get_model(model)(**args)
-    shown = identity_args(args)
-    ident = str(shown.get("pretrained") or shown.get("model_version") or shown.get("model") or model)
-    if os.path.isabs(ident) or os.path.exists(ident):
-        ident = os.path.basename(os.path.normpath(ident))
-    return LmmsExaminer(lm, f"{model}-{slug_key(ident, 32)}-{stable_hash(shown, 8)}", text_only)
+    return LmmsExaminer(host.build_model(model, args), host.model_identity(model, args), text_only)
 
 
 class CachedExaminer:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import copy
-import functools
 from typing import Any, Protocol, Sequence
 
 from PIL import Image
 
+from .. import host
 from ..generators.base import GenerationFailure
 
+# the describer's own task name in the model's logs (see lmms_genbench.host)
 _TASK = "lmms_genbench_describe"
 _SPLIT = "step"
 
@@ -26,68 +26,18 @@ class Describer(Protocol):
     ) -> list[DescribeResult]: ...
 
 
-def _doc_to_visual(doc):
-    return [doc["image"]]
-
-
-def _doc_to_messages(doc, prompt: str):
-    return [
-        {
-            "role": "user",
-            "content": [
-                {"type": "image", "url": doc["image"]},
-                {"type": "text", "text": prompt},
-            ],
-        }
-    ]
-
-
 class LmmsDescriber:
-    """Adapter from an lmms-eval model instance (simple or chat API)."""
+    """Adapter from an lmms-eval model instance (simple or chat API): one
+    request per image, all sharing the prompt, in one call."""
 
     def __init__(self, lm, name: str) -> None:
         self.lm = lm
         self.name = name
 
-    def _requests(self, n: int, prompt: str, gen_kwargs: dict[str, Any]):
-        from lmms_eval.api.instance import Instance
-
-        to_messages = functools.partial(_doc_to_messages, prompt=prompt)
-        requests = []
-        for doc_id in range(n):
-            # models mutate gen_kwargs (pop "until", add "image_sizes"): one copy each
-            kwargs = copy.deepcopy(gen_kwargs)
-            if getattr(self.lm, "is_simple", True):
-                args = (prompt, kwargs, _doc_to_visual, doc_id, _TASK, _SPLIT)
-            else:
-                args = (prompt, to_messages, kwargs, doc_id, _TASK, _SPLIT)
-            requests.append(
-                Instance(
-                    request_type="generate_until",
-                    arguments=args,
-                    idx=0,
-                    metadata={"task": _TASK, "doc_id": doc_id, "repeats": 1},
-                )
-            )
-        return requests
-
-    def _call(self, images: Sequence[Image.Image], prompt: str, gen_kwargs) -> list[str]:
-        from lmms_eval.api.instance import unwrap_generation_output
-
-        self.lm.task_dict = {_TASK: {_SPLIT: {i: {"image": img} for i, img in enumerate(images)}}}
-        try:
-            outputs = self.lm.generate_until(self._requests(len(images), prompt, gen_kwargs))
-        finally:
-            self.lm.task_dict = {}
-        if len(outputs) != len(images):
-            raise RuntimeError(
-                f"describer returned {len(outputs)} outputs for {len(images)} requests"
-            )
-        return [unwrap_generation_output(out)[0] for out in outputs]
-
     def describe(self, images, prompt, gen_kwargs):
         try:
-            texts = self._call(images, prompt, gen_kwargs)
+            texts = host.generate(self.lm, [(prompt, gen_kwargs, [image]) for image in images],
+                                  task=_TASK, split=_SPLIT)
         except Exception as exc:
             if len(images) == 1:
                 return [GenerationFailure(f"describer error: {type(exc).__name__}: {exc}")]

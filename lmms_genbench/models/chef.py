@@ -42,16 +42,15 @@ the generated texts; plus the judge's scores when the recipe asks for them.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
 import re
 from typing import Any
 
-from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 
+from .. import host
 from ..core.model_args import optional_int, split_prefixed
 from .cycle import _smoke_describer_args
 
@@ -75,16 +74,6 @@ JUDGE_PROMPT = (
     "relevant to the question and consistent with the correct answer? "
     "Reply with the number only.\nScore:"
 )
-
-
-def _inner_visuals(doc):
-    return doc["visuals"]
-
-
-def _inner_messages(doc):
-    # chat-API models (lmms-eval's default class for e.g. llava_hf) take messages
-    content = [{"type": "image", "url": image} for image in doc["visuals"]]
-    return [{"role": "user", "content": [*content, {"type": "text", "text": doc["context"]}]}]
 
 
 def match_option(text: str, labels: list[str], option_texts: list[str]) -> int:
@@ -187,9 +176,7 @@ class ChefModel(lmms):
         self.judge_temperature = float(judge_temperature)
         self.judge_image = judge_image not in (False, "false", "False", 0, "0")
 
-        from lmms_eval.models import get_model
-
-        self.inner = get_model(inner)(**inner_args)
+        self.inner = host.build_model(inner, inner_args)
         self.inner_name = inner
         from ..chef.option_logprob import supports_hf_scoring
 
@@ -202,7 +189,7 @@ class ChefModel(lmms):
         elif judge == "inner":
             self.judge = self.inner
         else:
-            self.judge = get_model(judge)(**grouped["judge"])
+            self.judge = host.build_model(judge, grouped["judge"])
         self._rank = getattr(self.inner, "rank", 0)
         self._world_size = getattr(self.inner, "world_size", 1)
 
@@ -214,29 +201,8 @@ class ChefModel(lmms):
 
     def _call(self, model, kind: str, items: list[tuple[str, Any, list]]) -> list:
         """Send ``(context, gen_kwargs or continuation, images)`` requests to ``model``."""
-        if not items:
-            return []
-        from lmms_eval.api.instance import unwrap_generation_output
-
-        docs = [{"visuals": images, "context": ctx} for ctx, _, images in items]
-        model.task_dict = {INNER_TASK: {INNER_SPLIT: docs}}
-        chat = kind == "generate_until" and not getattr(model, "is_simple", True)
-        requests = []
-        for i, (ctx, arg, _) in enumerate(items):
-            arg = copy.deepcopy(arg)  # models mutate gen_kwargs (pop "until")
-            args = ((ctx, _inner_messages, arg, i, INNER_TASK, INNER_SPLIT) if chat
-                    else (ctx, arg, _inner_visuals, i, INNER_TASK, INNER_SPLIT))
-            requests.append(Instance(request_type=kind, arguments=args, idx=0,
-                                     metadata={"task": INNER_TASK, "doc_id": i, "repeats": 1}))
-        try:
-            out = getattr(model, kind)(requests)
-        finally:
-            model.task_dict = {}
-        if len(out) != len(items):
-            raise RuntimeError(f"inner model returned {len(out)} results for {len(items)} {kind} requests")
-        if kind == "generate_until":
-            return [unwrap_generation_output(o)[0] for o in out]
-        return out
+        send = {"generate_until": host.generate, "loglikelihood": host.loglikelihood}[kind]
+        return send(model, items, task=INNER_TASK, split=INNER_SPLIT)
 
     def _gen_kwargs(self, max_new_tokens: int, temperature: float = 0.0) -> dict[str, Any]:
         return {"until": [], "max_new_tokens": max_new_tokens, "temperature": temperature,

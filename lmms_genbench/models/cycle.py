@@ -27,10 +27,10 @@ from typing import Any
 
 from lmms_eval.api.model import lmms
 
+from .. import host
 from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
-from ..engine.store import slug_key, stable_hash
 from ..generators import build_generator
-from ..core.model_args import identity_args, optional_int, split_prefixed
+from ..core.model_args import optional_int, split_prefixed
 
 logger = logging.getLogger(__name__)
 
@@ -112,16 +112,7 @@ def _build_roles(describer, generator, unified, describer_args, generator_args, 
 
 def build_describer(name: str, args: dict[str, Any]):
     """Instantiate a registered lmms-eval model by name with its own arguments."""
-    from lmms_eval.models import get_model
-
-    cls = get_model(name)
-    lm = cls(**args)
-    shown = identity_args(args)
-    ident = str(shown.get("pretrained") or shown.get("model_version") or shown.get("model") or name)
-    if os.path.isabs(ident) or os.path.exists(ident):
-        ident = os.path.basename(os.path.normpath(ident))  # a local folder: its name reads best
-    describer_id = f"{name}-{slug_key(str(ident), 32)}-{stable_hash(shown, 8)}"
-    return LmmsDescriber(lm, describer_id)
+    return LmmsDescriber(host.build_model(name, args), host.model_identity(name, args))
 
 
 def _chain_key(doc: Any, doc_id: int) -> str:
