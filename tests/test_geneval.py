@@ -20,20 +20,22 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from lmms_genbench.metrics.functional.geneval import (
     COLORS,
     TAGS,
-    CLIPColorClassifier,
     Detection,
     GenEvalResult,
     GenEvalRules,
     GenEvalStats,
-    OWLv2Detector,
     box_iou,
-    build_color_classifier,
-    build_detector,
     evaluate_detections,
-    evaluate_image,
     relative_position,
     select_detections,
     validate_metadata,
+)
+from lmms_genbench.metrics.networks.detection import (
+    CLIPColorClassifier,
+    OWLv2Detector,
+    build_color_classifier,
+    build_detector,
+    evaluate_image,
 )
 
 SIZE = (512, 512)
@@ -740,7 +742,7 @@ def test_evaluate_image_with_injected_detector(tmp_path, image):
 
 
 def test_loaded_detector_needs_its_processor():
-    from lmms_genbench.metrics.functional.geneval import tiny_owlv2
+    from lmms_genbench.metrics.networks.detection import tiny_owlv2
 
     model, processor = tiny_owlv2(seed=0)
     with pytest.raises(ValueError, match="processor is required"):

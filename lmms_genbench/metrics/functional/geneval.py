@@ -67,10 +67,9 @@ from GenEval in ways this module does not follow:
 * its printed "overall" pools all images (micro average) instead of the mean over tags; only the
   text-first generations 1, 3, ..., 19 are scored.
 
-Networks are injectable: :func:`build_detector` / :func:`build_color_classifier` take a model
-name, a loaded model (with its processor/tokenizer), an adapter object, or a zero-argument
-loader; they live in :mod:`lmms_genbench.metrics.networks.detection` and are also reachable
-from here. Importing this module imports neither torch nor transformers.
+The networks (OWLv2 detector, CLIP colour classifier, ``evaluate_image``) live in
+:mod:`lmms_genbench.metrics.networks.detection`, which imports this module and not the
+other way round. Importing this module imports neither torch nor transformers.
 """
 
 from __future__ import annotations
@@ -740,15 +739,3 @@ class GenEvalStats:
 
     def __repr__(self) -> str:
         return f"GenEvalStats({self.counts!r})"
-
-
-# the networks live in their own module (it imports this one); their names stay reachable here
-_NETWORK_NAMES = frozenset(('CLIPColorClassifier', 'ColorClassifier', 'Detector', 'OWLv2Detector', 'build_color_classifier', 'build_detector', 'clear_geneval_cache', 'evaluate_image', 'get_color_classifier', 'get_detector', 'tiny_owlv2'))
-
-
-def __getattr__(name: str) -> Any:
-    if name in _NETWORK_NAMES:
-        from ..networks import detection as geneval_networks
-
-        return getattr(geneval_networks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,10 +41,10 @@ class MGGSettings:
     """Networks and settings of the MGG scorer.
 
     Args:
-        detector: OWLv2 spec for :func:`~lmms_genbench.metrics.functional.geneval.build_detector`
+        detector: OWLv2 spec for :func:`~lmms_genbench.metrics.networks.detection.build_detector`
             (hub name, local folder, or ``"tiny-owlv2"``).
         color_classifier: CLIP spec for
-            :func:`~lmms_genbench.metrics.functional.geneval.build_color_classifier`.
+            :func:`~lmms_genbench.metrics.networks.detection.build_color_classifier`.
         device: torch device string.
         batch_size: colour crops per CLIP pass; also images decoded ahead per block.
     """

@@ -1,0 +1,64 @@
+"""The package's shape: layers point one way, and each task's YAML and scorer agree."""
+
+from pathlib import Path
+
+import pytest
+from lmms_eval.utils import load_yaml_config
+
+from lmms_genbench.engine import Chain
+
+from . import import_graph
+
+TASKS = Path(__file__).resolve().parent.parent / "lmms_genbench" / "tasks"
+# every task whose docs are chains of the cycle model
+CYCLE_TASKS = sorted(
+    p for p in TASKS.glob("*/*.yaml")
+    if p.parent.name in ("mmeception", "sdp") and not p.name.startswith("_")
+)
+
+
+def test_the_import_graph_has_no_cycle():
+    assert import_graph.cycles() == []
+
+
+def test_no_private_name_is_imported_from_another_package():
+    assert import_graph.private_imports_across_packages() == []
+
+
+def test_the_core_layer_imports_nothing_else_from_the_package():
+    graph = import_graph.imports(module_level_only=False)
+    core = {m: sorted(t for t, _ in edges if not t.startswith("lmms_genbench.core"))
+            for m, edges in graph.items() if m.startswith("lmms_genbench.core")}
+    assert all(not targets for targets in core.values()), core
+
+
+def test_functional_metrics_import_no_network_and_no_scorer():
+    graph = import_graph.imports(module_level_only=False)
+    for module, edges in graph.items():
+        if module.startswith("lmms_genbench.metrics.functional"):
+            assert not [t for t, _ in edges if ".networks" in t or ".scorers" in t], module
+
+
+def _length(gen_kwargs):
+    if "generations" in gen_kwargs:
+        return int(gen_kwargs["generations"])
+    return 2 * int(gen_kwargs.get("iterations", 3))
+
+
+@pytest.mark.parametrize("path", CYCLE_TASKS, ids=lambda p: p.stem)
+def test_metric_list_equals_what_process_results_reports(path, tmp_path):
+    """The task's own process_results, given a chain of the task's length and scorer
+    settings, returns exactly the metrics its YAML lists: YAML and scorer cannot drift."""
+    config = load_yaml_config(str(path))
+    kwargs = config["generation_kwargs"]
+    direction = kwargs.get("direction") or "image_first"
+    chain = Chain(chain_id="x", direction=direction, length=_length(kwargs), hops=0,
+                  namespace=str(tmp_path), folder="x", task=config["task"], scorer=kwargs.get("scorer") or {})
+    doc = {"chain_id": "x", "category": "scene", "source": "docci",
+           "metadata": '{"tag": "single_object", "include": [{"class": "cat", "count": 1}]}'}
+    returned = config["process_results"](doc, [chain.to_json()])
+    listed = [m["metric"] for m in config["metric_list"]]
+    assert len(listed) == len(set(listed))
+    assert sorted(returned) == sorted(listed)
+    aggregations = {m["aggregation"].__name__ for m in config["metric_list"]}
+    assert len(aggregations) == 1, f"one aggregate per task, got {aggregations}"
