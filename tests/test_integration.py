@@ -8,6 +8,7 @@ import math
 import socket
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -26,7 +27,9 @@ def _results(out_dir):
 
 
 def _chain(sample):
-    return json.loads(response(sample))
+    from lmms_genbench.engine import Chain
+
+    return Chain.from_json(response(sample))
 
 
 def _metrics(results, task):
@@ -37,14 +40,79 @@ def _lmms_eval(args, tmp_path, cwd, timeout=900, **env):
     return run([str(BIN / "lmms-eval"), *args], tmp_path, cwd=cwd, timeout=timeout, **env)
 
 
-def test_cli_smoke_run_reports_gc_and_fid(tmp_path):
-    out = tmp_path / "out"
+SMOKE_TASKS = ("mmeception_smoke", "sdp_smoke", "sdp_geneval_smoke")
+BEFORE = Path(__file__).parent / "data" / "smoke_scores_before.json"
+
+
+def _five_iteration_variant(task_dir):
+    """mmeception_smoke with ``iterations: 5``: a YAML change alone, no Python."""
+    from lmms_genbench.metrics.scorers.genception import GENCEPTION
+    from lmms_genbench.plugin import TASKS_DIR
+
+    here = Path(TASKS_DIR) / "mmeception"
+    task_dir.mkdir()
+    (task_dir / "utils.py").write_text("from lmms_genbench.tasks.mmeception.utils import *  # noqa: F401,F403\n")
+    yaml = (here / "mmeception_smoke.yaml").read_text()
+    yaml = yaml.replace("include: _mmeception_base.yaml", f"include: {here / '_mmeception_base.yaml'}")
+    yaml = yaml.replace("smoke_photos.jsonl", str(here / "smoke_photos.jsonl"))
+    yaml = yaml.replace("task: mmeception_smoke", "task: mmeception_smoke_t5").replace("iterations: 3", "iterations: 5")
+    yaml = yaml[: yaml.index("metric_list:")] + "metric_list:\n" + "".join(
+        f'  - {{metric: "{name}", aggregation: !function utils.aggregate, higher_is_better: true}}\n'
+        for name in GENCEPTION.metric_names(10, {"preset": "smoke"})
+    )
+    (task_dir / "mmeception_smoke_t5.yaml").write_text(yaml)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """One lmms-eval call for the three smoke tasks and a 5-iteration variant, shared by
+    the tests below (one process start and one model load instead of four)."""
+    tmp = tmp_path_factory.mktemp("smoke")
+    _five_iteration_variant(tmp / "variant")
+    out, art = tmp / "out", tmp / "art"
     proc = _lmms_eval(
-        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
-         "--tasks", "mmeception_smoke", "--output_path", str(out), "--log_samples"],
-        tmp_path, cwd=tmp_path,
+        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={art}",
+         "--tasks", ",".join((*SMOKE_TASKS, "mmeception_smoke_t5")), "--include_path", str(tmp / "variant"),
+         "--output_path", str(out), "--log_samples"],
+        tmp, cwd=tmp,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return SimpleNamespace(tmp=tmp, out=out, art=art, proc=proc, results=_results(out))
+
+
+def test_smoke_scores_equal_the_scores_before_the_scorer_rewrite(smoke_run):
+    before = json.loads(BEFORE.read_text())
+    for task in SMOKE_TASKS:
+        now = _metrics(smoke_run.results, task)
+        now = {k: v for k, v in now.items() if "stderr" not in k}
+        assert set(now) == set(before[task]), task
+        for key, value in before[task].items():
+            assert now[key] == pytest.approx(value, rel=1e-9, abs=1e-12), (task, key)
+
+
+def test_logged_samples_hold_each_doc_once(smoke_run):
+    """--log_samples: the chain's address once per doc and a status per metric, not a
+    copy of the doc's record under every metric name (17.6 KB per sdp_geneval_smoke doc before)."""
+    for task in SMOKE_TASKS:
+        path = glob.glob(str(smoke_run.out / "**" / f"*_samples_{task}.jsonl"), recursive=True)[0]
+        lines = Path(path).read_text().splitlines()
+        per_doc = sum(len(line.encode()) for line in lines) / len(lines)
+        assert per_doc < 1756, (task, per_doc)  # >= 10x smaller than 17,562 bytes
+        sample = json.loads(lines[0])
+        metrics = [m["metric"] for m in smoke_run.results["configs"][task]["metric_list"]]
+        assert all(sample[m] == "ok" for m in metrics)
+
+
+def test_a_five_iteration_variant_scores_gc_at_5(smoke_run):
+    metrics = _metrics(smoke_run.results, "mmeception_smoke_t5")
+    assert metrics["n_scored"] == 9 and metrics["n_failed"] == 0
+    assert all(-1.0 <= metrics[f"s@{t}"] <= 1.0 for t in range(1, 6))
+    assert metrics["gc@5"] == pytest.approx(sum(t * metrics[f"s@{t}"] for t in range(1, 6)) / 15, abs=0.05)
+    assert math.isfinite(metrics["gc_fid@5"])
+
+
+def test_cli_smoke_run_reports_gc_and_fid(smoke_run):
+    tmp_path, out, proc = smoke_run.tmp, smoke_run.out, smoke_run.proc
     metrics = _metrics(_results(out), "mmeception_smoke")
     assert metrics["n_scored"] == 9 and metrics["n_failed"] == 0
     assert -1.0 <= metrics["gc@3"] <= 1.0
@@ -54,7 +122,7 @@ def test_cli_smoke_run_reports_gc_and_fid(tmp_path):
     assert math.isfinite(metrics["gc_fid@3"]) and metrics["gc_fid@3"] >= 0
     assert metrics["gc_fid@3_n_min"] == 1  # matplotlib has one photo: its FID is NaN, its n shown
     # the per-category breakdown, with the sample size behind every FID, sits beside the chains
-    report = json.loads(next((tmp_path / "art").rglob("report.json")).read_text())
+    report = json.loads(next((tmp_path / "art").rglob("mmeception_smoke-*/report.json")).read_text())
     cats = report["categories"]
     assert cats["scikit-image"]["n_scored"] == 6 and cats["scikit-image"]["fid_n"] == 6
     assert cats["scikit-learn"]["fid_n"] == 2
@@ -66,8 +134,8 @@ def test_cli_smoke_run_reports_gc_and_fid(tmp_path):
     assert len(samples) == 9
     chain = _chain(samples[0])
     assert set(samples[0]) >= {"gc@3", "n_failed"} and "gc@3_existence" not in samples[0]
-    assert chain["status"] == "ok" and len(chain["hops"]) == 7
-    assert all(Path(h["path"]).is_file() for h in chain["hops"])
+    assert chain.status == "ok" and chain.hops == 7 and chain.length == 6
+    assert all(chain.path(h).is_file() for h in range(chain.hops))
 
 
 def _simple_evaluate(tmp_path, model_args, limit=None, task="mmeception_smoke"):
@@ -138,9 +206,9 @@ def test_folder_task_counts_bad_images_and_keeps_the_rest(tmp_path):
          "--tasks", "mmeception_folder", "--output_path", str(out), "--log_samples",
          "--gen_kwargs", "max_new_tokens=24"],
         tmp_path, cwd=tmp_path,
+        # the folder task scores with the paper's networks; a smoke model's chains are
+        # scored with the offline ones, with no variable to set
         MMECEPTION_IMAGE_DIR=str(images),
-        # the folder task scores with the paper's ViT; point it at offline networks
-        LMMS_GENBENCH_IMAGE_ENCODER="tiny-vit", LMMS_GENBENCH_FID_FEATURES="fid-helper",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = _metrics(_results(out), "mmeception_folder")
@@ -149,10 +217,10 @@ def test_folder_task_counts_bad_images_and_keeps_the_rest(tmp_path):
     failed = {}
     for sample in _samples(out, "mmeception_folder"):
         chain = _chain(sample)
-        if chain["status"] != "ok":
-            failed[chain["chain_id"]] = chain["failure"]
+        if not chain.ok:
+            failed[chain.chain_id] = chain.failure
     assert set(failed) == {"photos/truncated.jpg", "photos/not_an_image.png"}
-    assert all(f["stage"] == "seed" and "unreadable image" in f["reason"] for f in failed.values())
+    assert all(f.stage == "seed" and "unreadable image" in f.reason for f in failed.values())
 
 
 def _free_port():
@@ -190,14 +258,8 @@ def test_two_processes_give_the_same_scores(tmp_path):
     assert ranks == {0, 1}
 
 
-def test_cli_sdp_smoke_scores_both_chains_and_all_mappings(tmp_path):
-    out = tmp_path / "out"
-    proc = _lmms_eval(
-        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
-         "--tasks", "sdp_smoke", "--output_path", str(out), "--log_samples"],
-        tmp_path, cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_cli_sdp_smoke_scores_both_chains_and_all_mappings(smoke_run):
+    out = smoke_run.out
     metrics = _metrics(_results(out), "sdp_smoke")
     assert metrics["n_scored"] == 18 and metrics["n_failed"] == 0  # 9 pairs x 2 directions
     mappings = ("text->text", "text->image", "image->image", "image->text")
@@ -207,26 +269,20 @@ def test_cli_sdp_smoke_scores_both_chains_and_all_mappings(tmp_path):
     assert metrics["mcd_text->text"] == pytest.approx((metrics["s_text->text@2"] + metrics["s_text->text@4"]) / 2)
     assert metrics["mcd_image->text"] == pytest.approx((metrics["s_image->text@1"] + metrics["s_image->text@3"]) / 2)
     chains = [_chain(s) for s in _samples(out, "sdp_smoke")]
-    assert sorted(c["direction"] for c in chains) == ["image_first"] * 9 + ["text_first"] * 9
-    text_first = next(c for c in chains if c["direction"] == "text_first")
-    assert [h["kind"] for h in text_first["hops"]] == ["text", "image", "text", "image", "text"]
+    assert sorted(c.direction for c in chains) == ["image_first"] * 9 + ["text_first"] * 9
+    text_first = next(c for c in chains if c.direction == "text_first")
+    assert [text_first.kind(h) for h in range(text_first.hops)] == ["text", "image", "text", "image", "text"]
 
 
-def test_cli_sdp_geneval_smoke_scores_every_drawn_generation_and_plots(tmp_path):
-    out = tmp_path / "out"
-    proc = _lmms_eval(
-        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
-         "--tasks", "sdp_geneval_smoke", "--output_path", str(out)],
-        tmp_path, cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_cli_sdp_geneval_smoke_scores_every_drawn_generation_and_plots(smoke_run, tmp_path):
+    out = smoke_run.out
     metrics = _metrics(_results(out), "sdp_geneval_smoke")
     assert metrics["n_scored"] == 6 and metrics["n_failed"] == 0 and metrics["n_images"] == 12
     tags = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
     for g in (1, 3):  # text-first chains of 4 generations draw at g = 1 and 3
         assert metrics[f"geneval@{g}"] == pytest.approx(sum(metrics[f"mgg_{t}@{g}"] for t in tags) / 6)
     assert metrics["mgg"] == pytest.approx((metrics["geneval@1"] + metrics["geneval@3"]) / 2)
-    report = glob.glob(str(tmp_path / "art" / "**" / "mgg_report.json"), recursive=True)
+    report = glob.glob(str(smoke_run.art / "**" / "mgg_report.json"), recursive=True)
     assert len(report) == 1 and json.loads(Path(report[0]).read_text())["n_images"] == 12
     results_file = glob.glob(str(out / "**" / "*_results.json"), recursive=True)[0]
     plot = subprocess.run(
