@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from lmms_genbench.autobench.cache import CallCache
-from lmms_genbench.core.naming import generator_name, settings_hash, slug
-from lmms_genbench.engine.protocol import ChainSpec, _slug
-from lmms_genbench.engine.store import ArtifactStore, slug_key, stable_hash
+from lmms_genbench.core.keys import generator_name, settings_hash, slug, slug_key, stable_hash
+from lmms_genbench.engine.protocol import ChainSpec
+from lmms_genbench.engine.store import ArtifactStore
 
 A31 = "a" * 31 + ".b c"
 X39 = "x" * 39 + " yz"
@@ -22,7 +22,7 @@ A60 = "a" * 60 + "._x"
 UNI = "Ünïcödé café ✓ 日本"
 
 # text -> (store slug_key, slug_key(max_len=32) as models/cycle.py and autobench/examiner.py
-# call it, core.naming.slug, engine.protocol's task slug)
+# call it, slug as generator names use it, the task part of a protocol id)
 SLUGS = {
     "Hello World": ("Hello_World-07cf5509", "Hello_World-07cf5509", "hello-world", "Hello_World"),
     "../weird//path name.png": (
@@ -49,13 +49,16 @@ SLUGS = {
 }
 
 
+SPEC = ChainSpec(direction="image_first", hops=6, describe_prompt="Describé ✓", describer_kwargs={"max_new_tokens": 64})
+
+
 @pytest.mark.parametrize("text", list(SLUGS))
 def test_slugs_are_pinned(text):
     store, short, name, task = SLUGS[text]
     assert slug_key(text) == store
     assert slug_key(text, 32) == short
     assert slug(text) == name
-    assert _slug(text) == task
+    assert SPEC.protocol_id(text) == f"{task}-cdac1da92b"
 
 
 # object -> stable_hash at 10 (default: engine/cycle.py, protocol ids), 8 (describer and
@@ -92,12 +95,8 @@ def test_generator_names_are_pinned(settings, digest):
 
 
 def test_call_site_keys_are_pinned():
-    spec = ChainSpec(
-        direction="image_first", hops=6, describe_prompt="Describé ✓", describer_kwargs={"max_new_tokens": 64}
-    )
-    assert spec.protocol_id("sdp_nocaps") == "sdp_nocaps-cdac1da92b"
-    assert spec.protocol_id("tâsk/ü x") == "t_sk_x-cdac1da92b"
-    assert spec.protocol_id("") == "task-cdac1da92b"
+    assert SPEC.protocol_id("sdp_nocaps") == "sdp_nocaps-cdac1da92b"
+    assert SPEC.protocol_id("tâsk/ü x") == "t_sk_x-cdac1da92b"
     key = CallCache.key(model="m", prompt="Ünï ✓", images=["ab"], settings={"t": 0})
     assert key == "2e2576ae20fef305dd066baea9fc03d0"
     store = ArtifactStore("/r")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .store import stable_hash
+from ..core.keys import slug, stable_hash
 
 Direction = Literal["image_first", "text_first"]
 Kind = Literal["image", "text"]
@@ -133,7 +133,8 @@ class ChainSpec:
         }
         # the chain length is left out on purpose: a longer run reuses a shorter
         # run's hops, which are identical by construction
-        return f"{_slug(task)}-{stable_hash(settings)}"
+        task_slug = slug(task, keep="A-Za-z0-9._-", sep="_", lower=False, strip="", fallback="task")
+        return f"{task_slug}-{stable_hash(settings)}"
 
     def describe_settings(self) -> dict[str, Any]:
         return {
@@ -150,10 +151,6 @@ class ChainSpec:
             if re.search(pattern, text, flags=re.IGNORECASE):
                 return pattern
         return None
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40] or "task"
 
 
 def _int(name: str, value: Any) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 from lmms_eval.api.model import lmms
 
 from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
-from ..engine.store import slug_key, stable_hash
+from ..core.keys import slug_key, stable_hash
 from ..generators import build_generator
 from ..core.model_args import identity_args, optional_int, split_prefixed
 

@@ -20,7 +20,7 @@ from PIL import Image
 
 from ...core.deps import require
 from ...core.args import as_choice, as_float, as_int, as_str
-from ...core.naming import generator_name
+from ...core.keys import generator_name
 from ..base import GenerationResult, GeneratorConfigError
 from ..diffusers_backend import (
     DTYPES,
