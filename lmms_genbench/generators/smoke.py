@@ -18,7 +18,8 @@ from typing import Any
 from ..core.deps import require
 from ..core.args import ArgumentError, as_float, as_int, as_str
 from .base import GenerationResult
-from .diffusers_backend import DiffusersGenerator, _check_device
+from .common import check_device
+from .diffusers_backend import DiffusersGenerator
 
 # UNet and VAE widths: small enough for a CPU batch in a fraction of a second.
 _CHANNELS = (8, 16)
@@ -96,7 +97,7 @@ class SmokeGenerator:
         self.device = str(as_str("device", device))
 
         # Fail on a missing accelerator before building anything.
-        _check_device(require("torch", "the smoke generator"), self.device)
+        check_device(require("torch", "the smoke generator"), self.device)
         pipeline = build_tiny_pipeline(self.seed).to(self.device)
         # DiffusersGenerator owns the batching, seeding and failure handling.
         self._inner = DiffusersGenerator(
