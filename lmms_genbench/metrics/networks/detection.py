@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ...smoke.vision import tiny_owlv2  # "tiny-owlv2"; also still reachable by this name here
+from ...smoke.vision import tiny_owlv2  # builds "tiny-owlv2"; in __all__ as functional.geneval lists it
 from .common import ModelCache, check_device, to_rgb_images
 from ..functional.geneval import (
     COLOR_TEMPLATES,
