@@ -89,7 +89,7 @@ def _add_plot(subparsers: argparse._SubParsersAction) -> None:
 def _run_sdp_resample(args: argparse.Namespace) -> int:
     import json
 
-    from lmms_genbench.engine.store import atomic_write
+    from lmms_genbench.core.keys import atomic_write
     from lmms_genbench.data.sdp import resample_nd400
 
     rows = resample_nd400(seed=args.seed, per_source=args.per_source)

@@ -33,6 +33,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .core.keys import slug_key, stable_hash
 from .core.model_args import identity_args
 
 #: Task and split our requests are filed under unless a caller names its own
@@ -58,8 +59,6 @@ def model_identity(name: str, args: Mapping[str, Any]) -> str:
     leaves out operational settings and credentials.
     """
     _check_model(name, args)
-    # imported here: lmms_genbench.engine imports this module (its describer)
-    from .engine.store import slug_key, stable_hash
 
     shown = identity_args(dict(args))
     ident = str(shown.get("pretrained") or shown.get("model_version") or shown.get("model") or name)

@@ -13,13 +13,19 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from .core.registry import Registry
+
 TASKS_DIR = str(Path(__file__).resolve().parent / "tasks")
 
-_MODELS = {
-    "cycle": "lmms_genbench.models.cycle.CycleModel",
-    "t2i": "lmms_genbench.models.t2i.TextToImageModel",
-    "chef": "lmms_genbench.models.chef.ChefModel",
-}
+# lmms-eval imports each class itself, when the model type is used
+MODELS = Registry(
+    {
+        "cycle": ".models.cycle:CycleModel",
+        "t2i": ".models.t2i:TextToImageModel",
+        "chef": ".models.chef:ChefModel",
+    },
+    package=__package__,
+)
 
 
 def model_manifests():
@@ -28,8 +34,8 @@ def model_manifests():
 
     install_task_path()
     return [
-        ModelManifest(model_id=name, simple_class_path=path)
-        for name, path in _MODELS.items()
+        ModelManifest(model_id=name, simple_class_path=MODELS.dotted(name))
+        for name in MODELS.names()
     ]
 
 

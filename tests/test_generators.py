@@ -322,7 +322,7 @@ def test_smoke_does_not_disturb_the_global_rng():
 
 
 def test_smoke_tokenizer_is_local_and_clip_shaped():
-    from lmms_genbench.generators.smoke import build_tiny_tokenizer
+    from lmms_genbench.smoke.diffusion import build_tiny_tokenizer
 
     tok = build_tiny_tokenizer()
     ids = tok(

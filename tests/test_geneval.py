@@ -742,7 +742,7 @@ def test_evaluate_image_with_injected_detector(tmp_path, image):
 
 
 def test_loaded_detector_needs_its_processor():
-    from lmms_genbench.metrics.networks.detection import tiny_owlv2
+    from lmms_genbench.smoke.vision import tiny_owlv2
 
     model, processor = tiny_owlv2(seed=0)
     with pytest.raises(ValueError, match="processor is required"):

@@ -234,7 +234,7 @@ def test_cycle_model_keeps_unified_and_decoupled_apart(args, message):
 def test_cycle_model_uses_one_unified_model_for_both_roles(tmp_path, monkeypatch):
     from lmms_genbench.models.cycle import CycleModel
 
-    monkeypatch.setitem(UNIFIED_MODELS, "fake", ("tests.test_unified", "FakeUnified"))
+    monkeypatch.setitem(UNIFIED_MODELS.entries, "fake", "tests.test_unified:FakeUnified")
     model = CycleModel(unified="fake", **{"unified.batch_size": 3}, artifacts=str(tmp_path))
     assert model.describer is model.generator and model.generator.batch_size == 3
     assert model.engine.overlap is False

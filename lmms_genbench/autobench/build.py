@@ -20,7 +20,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..engine.store import stable_hash
+from ..core.keys import stable_hash
 from ..generators.base import GenerationFailure, Generator
 from . import prompts as P
 from .balance import balanced_letters, letter_counts, move_answer

@@ -16,7 +16,7 @@ from typing import Any
 
 from PIL import Image
 
-from ..engine.store import atomic_write, stable_hash
+from ..core.keys import atomic_write, stable_hash
 
 
 def image_hash(image: Image.Image) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..engine.store import atomic_write
+from ..core.keys import atomic_write
 
 DATASET_DIR = "dataset"
 MANIFEST = "manifest.json"

@@ -257,7 +257,7 @@ def fetch_geneval_metadata(target: str | os.PathLike, url: str = GENEVAL_URL, tr
     (tests)."""
     import httpx
 
-    from ..engine.store import atomic_write
+    from ..core.keys import atomic_write
 
     with httpx.Client(transport=transport, follow_redirects=True, timeout=60) as client:
         response = client.get(url)

@@ -22,7 +22,8 @@ from .chain import Chain, ChainFailure
 from .describer import Describer
 from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .protocol import ChainSpec
-from .store import ChainLocation, stable_hash
+from ..core.keys import stable_hash
+from .store import ChainLocation
 
 logger = logging.getLogger(__name__)
 

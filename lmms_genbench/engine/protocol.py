@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.keys import slug, stable_hash
 from .chain import Direction, Kind, hop_kind
-from .store import stable_hash
 
 # GenCeption's generation prompt, verbatim (paper §2.1 and the authors' code)
 GENCEPTION_GENERATE_PROMPT = (
@@ -138,7 +138,8 @@ class ChainSpec:
         }
         # the chain length is left out on purpose: a longer run reuses a shorter
         # run's hops, which are identical by construction
-        return f"{_slug(task)}-{stable_hash(settings)}"
+        task_slug = slug(task, keep="A-Za-z0-9._-", sep="_", lower=False, strip="", fallback="task")
+        return f"{task_slug}-{stable_hash(settings)}"
 
     def describe_settings(self) -> dict[str, Any]:
         return {
@@ -155,10 +156,6 @@ class ChainSpec:
             if re.search(pattern, text, flags=re.IGNORECASE):
                 return pattern
         return None
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:40] or "task"
 
 
 def _int(name: str, value: Any) -> int:

@@ -7,16 +7,15 @@ that exists is complete; a rerun after a crash trusts exactly those files.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
+
+from ..core.keys import atomic_write, slug_key
 
 DEFAULT_ROOT_ENV = "LMMS_GENBENCH_ARTIFACTS"
 
@@ -27,35 +26,6 @@ def default_root() -> Path:
     if env:
         return Path(env).expanduser()
     return Path("~/.cache/lmms_genbench/artifacts").expanduser()
-
-
-def stable_hash(obj: Any, length: int = 10) -> str:
-    """Short hash of a JSON-serialisable object, stable across runs and hosts."""
-    blob = json.dumps(obj, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
-
-
-def slug_key(text: str, max_len: int = 48) -> str:
-    """A readable, filesystem-safe, collision-free folder name for ``text``."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", str(text)).strip("._")[:max_len]
-    return f"{readable or 'x'}-{stable_hash(str(text), 8)}"
-
-
-def atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 @dataclass(frozen=True)

@@ -10,20 +10,13 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from PIL import Image
-
 from ..core.deps import require
 from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
-from ..core.naming import generator_name
+from ..core.keys import generator_name
 from .base import GenerationFailure, GenerationResult
+from .common import DTYPES, check_device, check_image, describe_error, resolve_dtype
 
 logger = logging.getLogger(__name__)
-
-DTYPES = ("auto", "float16", "bfloat16", "float32")
-
-# Long exception texts (tensor dumps, tracebacks from remote code) would bloat
-# every per-sample record; the head says what went wrong.
-_MAX_REASON_CHARS = 500
 
 
 class DiffusersGenerator:
@@ -87,8 +80,8 @@ class DiffusersGenerator:
         self.negative_prompt = as_str("negative_prompt", negative_prompt, optional=True)
 
         self._torch = require("torch", "the diffusers generator")
-        torch_device = _check_device(self._torch, self.device)
-        self.dtype = _resolve_dtype(self._torch, dtype_choice, torch_device, pipeline)
+        torch_device = check_device(self._torch, self.device)
+        self.dtype = resolve_dtype(self._torch, dtype_choice, torch_device, pipeline)
 
         if pipeline is None:
             pipeline = _load_pipeline(self.pretrained, self.dtype, self.device)  # type: ignore[arg-type]
@@ -141,12 +134,12 @@ class DiffusersGenerator:
             return self._call(prompts, seeds)
         except Exception as exc:  # noqa: BLE001 - any pipeline error is isolated
             if len(prompts) == 1:
-                logger.warning("diffusers: prompt failed: %s", _describe(exc))
-                return [GenerationFailure(f"pipeline raised {_describe(exc)}")]
+                logger.warning("diffusers: prompt failed: %s", describe_error(exc))
+                return [GenerationFailure(f"pipeline raised {describe_error(exc)}")]
             logger.warning(
                 "diffusers: batch of %d failed (%s); retrying prompts one by one",
                 len(prompts),
-                _describe(exc),
+                describe_error(exc),
             )
             self._free_accelerator_memory()
         # Retrying singly pins the failure on the prompt that causes it (and
@@ -180,7 +173,7 @@ class DiffusersGenerator:
                 f"pipeline returned {len(images)} images for {len(prompts)} prompts"
             )
         flags = getattr(output, "nsfw_content_detected", None) or [False] * len(images)
-        return [_check_image(image, bool(flag)) for image, flag in zip(images, flags)]
+        return [check_image(image, bool(flag)) for image, flag in zip(images, flags)]
 
     def _free_accelerator_memory(self) -> None:
         # After an out-of-memory error the cached blocks would make the
@@ -197,58 +190,6 @@ def _pixels(arg: str, value: Any) -> int | None:
     return pixels
 
 
-def _check_device(torch: Any, device: str) -> Any:
-    """Parse ``device`` and make sure it exists here."""
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, ValueError, TypeError):
-        raise ArgumentError(
-            f"device: expected a torch device such as 'cuda', 'cuda:1', 'mps' or "
-            f"'cpu'; got {device!r}"
-        ) from None
-    if parsed.type == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeError(
-                f"device: {device!r} was requested but CUDA is not available on "
-                "this machine; pass device=cpu to run on the CPU explicitly"
-            )
-        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
-            raise RuntimeError(
-                f"device: {device!r} was requested but only "
-                f"{torch.cuda.device_count()} CUDA device(s) are visible"
-            )
-    elif parsed.type == "mps" and not torch.backends.mps.is_available():
-        raise RuntimeError(
-            f"device: {device!r} was requested but MPS is not available; pass "
-            "device=cpu to run on the CPU explicitly"
-        )
-    return parsed
-
-
-def _resolve_dtype(torch: Any, choice: str, device: Any, pipeline: Any) -> str:
-    """Turn ``auto`` into a concrete dtype name (the name must say which)."""
-    if pipeline is not None:
-        # An injected pipeline already has its weights: the name must report
-        # their real dtype, so a contradicting request is an error.
-        actual = getattr(pipeline, "dtype", None)
-        if actual is None:
-            return choice
-        actual_name = str(actual).replace("torch.", "")
-        if choice not in ("auto", actual_name):
-            raise ArgumentError(
-                f"dtype: expected 'auto' or the injected pipeline's dtype "
-                f"{actual_name!r}; got {choice!r}"
-            )
-        return actual_name
-    if choice != "auto":
-        return choice
-    if device.type == "cuda":
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-    if device.type == "mps":
-        return "float16"
-    return "float32"
-
-
 def _load_pipeline(pretrained: str, dtype: str, device: str) -> Any:
     diffusers = require("diffusers", "the diffusers generator")
     torch = require("torch", "the diffusers generator")
@@ -256,32 +197,3 @@ def _load_pipeline(pretrained: str, dtype: str, device: str) -> Any:
         pretrained, torch_dtype=getattr(torch, dtype)
     )
     return pipeline.to(device)
-
-
-def _check_image(image: Any, nsfw_flagged: bool) -> GenerationResult:
-    if nsfw_flagged:
-        return GenerationFailure(
-            "the pipeline's safety checker flagged the image as NSFW and blanked it"
-        )
-    if not isinstance(image, Image.Image):
-        return GenerationFailure(
-            f"pipeline returned a {type(image).__name__}, not a PIL image"
-        )
-    if _is_all_black(image):
-        # Usually fp16 overflow (NaN latents) or a silent safety blank; a black
-        # square scored as a real image would skew every metric.
-        return GenerationFailure(
-            "pipeline returned an all-black image (numeric overflow, e.g. NaNs "
-            "in float16, or a safety filter)"
-        )
-    return image
-
-
-def _is_all_black(image: Image.Image) -> bool:
-    extrema = image.convert("RGB").getextrema()
-    return all(high == 0 for _, high in extrema)  # type: ignore[misc]
-
-
-def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= _MAX_REASON_CHARS else text[:_MAX_REASON_CHARS] + "..."

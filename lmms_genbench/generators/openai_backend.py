@@ -32,7 +32,7 @@ import httpx
 from PIL import Image
 
 from ..core.args import ArgumentError, as_float, as_int, as_str
-from ..core.naming import generator_name
+from ..core.keys import generator_name
 from .base import GenerationFailure, GenerationResult, GeneratorConfigError
 
 logger = logging.getLogger(__name__)

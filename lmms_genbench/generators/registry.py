@@ -6,24 +6,26 @@ pulls in neither torch nor diffusers nor httpx.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from typing import Any
 
-from ..core.args import ArgumentError
+from ..core.registry import Registry
 from .base import Generator
 
-# name -> (module, class); the module is imported on first use.
-_BACKENDS: dict[str, tuple[str, str]] = {
-    "diffusers": (".diffusers_backend", "DiffusersGenerator"),
-    "openai": (".openai_backend", "OpenAIImageGenerator"),
-    "smoke": (".smoke", "SmokeGenerator"),
-}
+GENERATORS = Registry(
+    {
+        "diffusers": ".diffusers_backend:DiffusersGenerator",
+        "openai": ".openai_backend:OpenAIImageGenerator",
+        "smoke": ".smoke:SmokeGenerator",
+    },
+    package=__package__,
+    what="name",
+    context="{} generator",
+)
 
 
 def generator_names() -> list[str]:
     """The names :func:`build_generator` accepts, sorted."""
-    return sorted(_BACKENDS)
+    return GENERATORS.names()
 
 
 def build_generator(name: str, **kwargs: Any) -> Generator:
@@ -41,30 +43,4 @@ def build_generator(name: str, **kwargs: Any) -> Generator:
             takes, or a value is unusable; the message names the argument,
             what is allowed and what came in.
     """
-    key = name.strip().lower() if isinstance(name, str) else name
-    if key not in _BACKENDS:
-        raise ArgumentError(
-            f"name: expected one of {', '.join(map(repr, generator_names()))}; "
-            f"got {name!r}"
-        )
-    module_name, class_name = _BACKENDS[key]
-    cls = getattr(importlib.import_module(module_name, __package__), class_name)
-
-    allowed = _parameter_names(cls)
-    unknown = sorted(set(kwargs) - set(allowed))
-    if unknown:
-        raise ArgumentError(
-            f"{key} generator: unknown argument(s) {', '.join(map(repr, unknown))}; "
-            f"allowed: {', '.join(allowed)}"
-        )
-    try:
-        return cls(**kwargs)
-    except ArgumentError as exc:
-        raise ArgumentError(f"{key} generator: {exc}") from None
-
-
-def _parameter_names(cls: type) -> list[str]:
-    params = inspect.signature(cls.__init__).parameters.values()
-    return [
-        p.name for p in params if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
-    ]
+    return GENERATORS.build(name, **kwargs)

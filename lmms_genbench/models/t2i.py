@@ -15,7 +15,8 @@ from typing import Any
 from lmms_eval.api.model import lmms
 
 from ..engine.cycle import chunked
-from ..engine.store import ArtifactStore, atomic_write
+from ..core.keys import atomic_write
+from ..engine.store import ArtifactStore
 from ..generators import GenerationFailure, build_generator
 from ..core.model_args import optional_int, split_prefixed
 

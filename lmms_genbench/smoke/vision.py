@@ -1,4 +1,4 @@
-"""Tiny random-weight encoders for tests and the offline "smoke" preset.
+"""Tiny random-weight vision networks (ViT, CLIP, OWLv2) for tests and the offline "smoke" preset.
 
 Built from configs, nothing is downloaded. Weights are seeded without touching the
 global torch RNG. Their similarities carry no meaning; they only exercise the code paths.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["TinyCLIP", "TinyViT", "tiny_clip", "tiny_vit"]
+from .vocab import byte_level_vocab
+
+__all__ = ["TinyCLIP", "TinyViT", "tiny_clip", "tiny_owlv2", "tiny_vit"]
 
 _TINY_IMAGE_SIZE = 32
 _TINY_TEXT_LENGTH = 16
@@ -67,26 +69,14 @@ def tiny_vit(seed: int = 0) -> TinyViT:
     return TinyViT(model, processor)
 
 
-def _byte_level_vocab() -> dict:
-    # GPT-2/CLIP byte -> printable unicode table; every byte is a token, with and without "</w>"
-    bs = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    chars = [chr(c) for c in cs]
-    vocab = {c: i for i, c in enumerate(chars)}
-    vocab.update({c + "</w>": i + 256 for i, c in enumerate(chars)})
-    vocab["<|startoftext|>"] = 512
-    vocab["<|endoftext|>"] = 513
-    return vocab
+def _byte_tokenizer(name: str) -> Any:
+    """A CLIPTokenizer with one token per byte (no merges) and 16 positions."""
+    from transformers import CLIPTokenizer
+
+    try:
+        return CLIPTokenizer(vocab=byte_level_vocab(), merges=[], model_max_length=_TINY_TEXT_LENGTH)
+    except TypeError as exc:  # transformers < 5 only builds CLIP tokenizers from files
+        raise RuntimeError(f"{name} needs transformers >= 5 (in-memory CLIP tokenizer)") from exc
 
 
 def tiny_clip(seed: int = 0) -> TinyCLIP:
@@ -95,21 +85,13 @@ def tiny_clip(seed: int = 0) -> TinyCLIP:
     The tokenizer has one token per byte (no merges), so a text of k characters
     takes about k tokens; texts over 14 characters exceed the 16-token context.
     """
-    from transformers import CLIPConfig, CLIPModel, CLIPTokenizer
+    from transformers import CLIPConfig, CLIPModel
 
     seed = _check_seed(seed)
-    vocab = _byte_level_vocab()
-    try:
-        tokenizer = CLIPTokenizer(
-            vocab=vocab, merges=[], model_max_length=_TINY_TEXT_LENGTH
-        )
-    except TypeError as exc:  # transformers < 5 only builds CLIP tokenizers from files
-        raise RuntimeError(
-            "tiny_clip needs transformers >= 5 (in-memory CLIP tokenizer)"
-        ) from exc
+    tokenizer = _byte_tokenizer("tiny_clip")
     config = CLIPConfig(
         text_config={
-            "vocab_size": len(vocab),
+            "vocab_size": len(tokenizer),
             "hidden_size": 32,
             "intermediate_size": 37,
             "num_hidden_layers": 2,
@@ -137,3 +119,33 @@ def tiny_clip(seed: int = 0) -> TinyCLIP:
         crop_size={"height": _TINY_IMAGE_SIZE, "width": _TINY_IMAGE_SIZE},
     )
     return TinyCLIP(model, image_processor, tokenizer)
+
+
+def tiny_owlv2(seed: int = 0) -> tuple[Any, Any]:
+    """A 2-layer random-weight OWLv2 (32 x 32 images, patch 8: 16 boxes) and its processor.
+
+    Its boxes mean nothing; it exercises GenEval's detector code paths.
+    """
+    from transformers import Owlv2Config, Owlv2ForObjectDetection, Owlv2Processor
+
+    seed = _check_seed(seed)
+    tokenizer = _byte_tokenizer("tiny_owlv2")
+    layers = {"intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2}
+    config = Owlv2Config(
+        text_config={
+            "vocab_size": len(tokenizer),
+            "hidden_size": 32,
+            "max_position_embeddings": _TINY_TEXT_LENGTH,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "pad_token_id": tokenizer.pad_token_id,
+            **layers,
+        },
+        vision_config={"hidden_size": 32, "image_size": _TINY_IMAGE_SIZE, "patch_size": 8, **layers},
+        projection_dim=32,  # OWLv2's class head needs projection_dim == text hidden size
+    )
+    model = _seeded(seed, lambda: Owlv2ForObjectDetection(config)).eval()
+    image_processor = _pil_processor_class("Owlv2ImageProcessor")(
+        size={"height": _TINY_IMAGE_SIZE, "width": _TINY_IMAGE_SIZE}
+    )
+    return model, Owlv2Processor(image_processor=image_processor, tokenizer=tokenizer)

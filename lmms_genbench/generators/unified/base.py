@@ -42,7 +42,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from PIL import Image
 
 from ..base import GenerationFailure, GenerationResult
-from ..diffusers_backend import _describe as reason
+from ..common import describe_error
 
 logger = logging.getLogger(__name__)
 
@@ -92,9 +92,9 @@ def run_isolated(
             if on_error is not None:
                 on_error()
             if len(chunk) == 1:
-                logger.warning("%s failed: %s", what, reason(exc))
-                results.append(GenerationFailure(f"{what} raised {reason(exc)}"))
+                logger.warning("%s failed: %s", what, describe_error(exc))
+                results.append(GenerationFailure(f"{what} raised {describe_error(exc)}"))
                 continue
-            logger.warning("%s: batch of %d failed (%s); retrying one by one", what, len(chunk), reason(exc))
+            logger.warning("%s: batch of %d failed (%s); retrying one by one", what, len(chunk), describe_error(exc))
         results.extend(run_isolated(call, chunk, 1, what, on_error))
     return results

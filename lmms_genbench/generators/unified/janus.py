@@ -20,15 +20,10 @@ from PIL import Image
 
 from ...core.deps import require
 from ...core.args import as_choice, as_float, as_int, as_str
-from ...core.naming import generator_name
+from ...core.keys import generator_name
 from ..base import GenerationResult, GeneratorConfigError
-from ..diffusers_backend import (
-    DTYPES,
-    _check_device,
-    _check_image,
-    _resolve_dtype,
-)
-from .base import DescribeResult, reason, run_isolated
+from ..common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from .base import DescribeResult, run_isolated
 
 
 class JanusUnified:
@@ -83,8 +78,8 @@ class JanusUnified:
 
         torch = self._torch = require("torch", "the janus unified model")
         transformers = require("transformers", "the janus unified model")
-        self._device = _check_device(torch, self.device)
-        self.dtype = _resolve_dtype(torch, dtype_choice, self._device, None)
+        self._device = check_device(torch, self.device)
+        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
         try:
             self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
             model = transformers.JanusForConditionalGeneration.from_pretrained(
@@ -92,7 +87,7 @@ class JanusUnified:
             )
         except Exception as exc:  # no such folder or hub id, not a Janus checkpoint, ...
             raise GeneratorConfigError(
-                f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {reason(exc)}"
+                f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {describe_error(exc)}"
             ) from exc
         self.model = model.to(self._device).eval()
 
@@ -198,7 +193,7 @@ class JanusUnified:
         mean = torch.tensor(self.processor.image_processor.image_mean)
         std = torch.tensor(self.processor.image_processor.image_std)
         arrays = ((pixels.float().cpu() * std + mean) * 255).round().clamp(0, 255).to(torch.uint8).numpy()
-        return [_check_image(Image.fromarray(a), False) for a in arrays]  # (H, W, 3) each
+        return [check_image(Image.fromarray(a), False) for a in arrays]  # (H, W, 3) each
 
     def _free_memory(self) -> None:
         # after an out-of-memory batch the cached blocks would fail the retries too

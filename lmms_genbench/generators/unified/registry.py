@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from ...core.args import ArgumentError
-from ..registry import _parameter_names
+from ...core.registry import Registry
 from .base import UnifiedModel
 
-# name -> (module, class), imported on first use so listing names costs nothing.
-UNIFIED_MODELS: dict[str, tuple[str, str]] = {
-    "janus": (".janus", "JanusUnified"),
-}
+# imported on first use, so listing names costs nothing; arguments are spelled unified.<arg>
+UNIFIED_MODELS = Registry(
+    {"janus": ".janus:JanusUnified"},
+    package=__package__,
+    what="unified",
+    context="unified={}",
+    prefix="unified.",
+)
 
 
 def unified_names() -> list[str]:
     """The names :func:`build_unified` accepts, sorted."""
-    return sorted(UNIFIED_MODELS)
+    return UNIFIED_MODELS.names()
 
 
 def build_unified(name: str, **kwargs: Any) -> UnifiedModel:
@@ -28,19 +30,4 @@ def build_unified(name: str, **kwargs: Any) -> UnifiedModel:
             names the argument, what is allowed and what came in.
         GeneratorConfigError: the model cannot be loaded at all.
     """
-    key = name.strip().lower() if isinstance(name, str) else name
-    if key not in UNIFIED_MODELS:
-        raise ArgumentError(f"unified: expected one of {', '.join(map(repr, unified_names()))}; got {name!r}")
-    module_name, class_name = UNIFIED_MODELS[key]
-    cls = getattr(importlib.import_module(module_name, __package__), class_name)
-    allowed = _parameter_names(cls)
-    unknown = sorted(set(kwargs) - set(allowed))
-    if unknown:
-        raise ArgumentError(
-            f"unified={key}: unknown argument(s) {', '.join('unified.' + u for u in unknown)}; "
-            f"allowed: {', '.join('unified.' + a for a in allowed)}"
-        )
-    try:
-        return cls(**kwargs)
-    except ArgumentError as exc:
-        raise ArgumentError(f"unified={key}: unified.{exc}") from None
+    return UNIFIED_MODELS.build(name, **kwargs)

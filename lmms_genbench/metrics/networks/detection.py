@@ -29,7 +29,7 @@ from ..functional.geneval import (
     validate_metadata,
 )
 
-__all__ = ['CLIPColorClassifier', 'ColorClassifier', 'Detector', 'OWLv2Detector', 'build_color_classifier', 'build_detector', 'clear_geneval_cache', 'evaluate_image', 'get_color_classifier', 'get_detector', 'tiny_owlv2']
+__all__ = ['CLIPColorClassifier', 'ColorClassifier', 'Detector', 'OWLv2Detector', 'build_color_classifier', 'build_detector', 'clear_geneval_cache', 'evaluate_image', 'get_color_classifier', 'get_detector']
 
 
 @runtime_checkable
@@ -62,48 +62,6 @@ def _check_template(name: str, template: Any, keys: tuple[str, ...]) -> str:
             f"{name} must be a str.format template using only {fields}, got {template!r}"
         )
     return template
-
-
-def tiny_owlv2(seed: int = 0) -> tuple[Any, Any]:
-    """A 2-layer random-weight OWLv2 (32 x 32 images, patch 8: 16 boxes) and its processor.
-
-    Built from configs (nothing downloaded), for tests and smoke runs; its boxes mean nothing.
-    """
-    from transformers import (
-        CLIPTokenizer,
-        Owlv2Config,
-        Owlv2ForObjectDetection,
-        Owlv2Processor,
-    )
-
-    from ...smoke.vision import (
-        _byte_level_vocab,
-        _check_seed,
-        _pil_processor_class,
-        _seeded,
-    )
-
-    seed = _check_seed(seed)
-    tokenizer = CLIPTokenizer(vocab=_byte_level_vocab(), merges=[], model_max_length=16)
-    layers = {"intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2}
-    config = Owlv2Config(
-        text_config={
-            "vocab_size": len(tokenizer),
-            "hidden_size": 32,
-            "max_position_embeddings": 16,
-            "bos_token_id": tokenizer.bos_token_id,
-            "eos_token_id": tokenizer.eos_token_id,
-            "pad_token_id": tokenizer.pad_token_id,
-            **layers,
-        },
-        vision_config={"hidden_size": 32, "image_size": 32, "patch_size": 8, **layers},
-        projection_dim=32,  # OWLv2's class head needs projection_dim == text hidden size
-    )
-    model = _seeded(seed, lambda: Owlv2ForObjectDetection(config)).eval()
-    image_processor = _pil_processor_class("Owlv2ImageProcessor")(
-        size={"height": 32, "width": 32}
-    )
-    return model, Owlv2Processor(image_processor=image_processor, tokenizer=tokenizer)
 
 
 class OWLv2Detector:
@@ -352,6 +310,8 @@ def build_detector(
     """
     if isinstance(spec, (str, os.PathLike)):
         if os.fspath(spec) == "tiny-owlv2":
+            from ...smoke.vision import tiny_owlv2
+
             model, processor = tiny_owlv2(seed=0)
         else:
             model = spec

@@ -38,7 +38,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...engine.chain import Chain, NotAChainError, hop_kind
-from ...engine.store import ChainLocation, atomic_write
+from ...core.keys import atomic_write
+from ...engine.store import ChainLocation
 
 __all__ = [
     "ENV_BATCH",

@@ -1,0 +1,111 @@
+"""Stable hashes, slugs and atomic writes: the strings that key stores on disk.
+
+Artifact folders, autobench call caches and generator names are all built from
+these helpers, and existing stores on users' disks are found again only if the
+same input gives the same string forever. So the variants the call sites need
+are parameters with pinned defaults (``tests/test_keys.py``), never changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["atomic_write", "generator_name", "settings_hash", "slug", "slug_key", "stable_hash"]
+
+
+def stable_hash(obj: Any, length: int = 10, *, ensure_ascii: bool = False) -> str:
+    """Hex sha256 prefix of ``obj`` as JSON (keys sorted, unknown types as ``str``).
+
+    Stable across runs and hosts. ``ensure_ascii`` only changes non-ASCII text:
+    escaped (``True``) or hashed as UTF-8 (``False``, the default).
+    """
+    blob = json.dumps(obj, sort_keys=True, default=str, ensure_ascii=ensure_ascii)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
+def slug(
+    text: str,
+    *,
+    max_len: int = 40,
+    keep: str = "a-z0-9.",
+    sep: str = "-",
+    lower: bool = True,
+    strip: str = "-.",
+    strip_cut: bool = True,
+    fallback: str = "x",
+) -> str:
+    """A filesystem-safe name: runs of characters outside ``[keep]`` become ``sep``.
+
+    Args:
+        text: anything; ``str(text)`` is slugged.
+        max_len: longest result.
+        keep: regex character class (without brackets) of the characters kept.
+        sep: what replaces each run of other characters.
+        lower: lower-case ``text`` first.
+        strip: characters trimmed from both ends before cutting to ``max_len``.
+        strip_cut: trim ``strip`` again from the end after cutting.
+        fallback: the result when nothing is left.
+
+    The defaults give short lower-case names such as ``stabilityai-sdxl-turbo``.
+    """
+    text = str(text)
+    if lower:
+        text = text.lower()
+    cleaned = re.sub(f"[^{keep}]+", sep, text).strip(strip)[:max_len]
+    if strip_cut:
+        cleaned = cleaned.rstrip(strip)
+    return cleaned or fallback
+
+
+def slug_key(text: str, max_len: int = 48) -> str:
+    """A readable, filesystem-safe, collision-free folder name for ``text``.
+
+    The readable part keeps case, ``.``, ``_`` and ``-``; the hash of the whole
+    text tells apart texts whose readable parts agree.
+    """
+    readable = slug(
+        text, max_len=max_len, keep="A-Za-z0-9._-", sep="_", lower=False, strip="._", strip_cut=False
+    )
+    return f"{readable}-{stable_hash(str(text), 8)}"
+
+
+def settings_hash(settings: Mapping[str, Any]) -> str:
+    """8 hex digits over ``settings`` (keys sorted, non-ASCII escaped).
+
+    Sorting keys makes the hash independent of argument order, so the same
+    settings always give the same name across runs and machines.
+    """
+    return stable_hash(dict(settings), 8, ensure_ascii=True)
+
+
+def generator_name(prefix: str, label: str, settings: Mapping[str, Any]) -> str:
+    """``<prefix>-<slug of label>-<hash of settings>``: changes whenever the output can."""
+    return f"{prefix}-{slug(label)}-{settings_hash(settings)}"
+
+
+def atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
+    """Write ``path`` through ``write(binary file)`` into a temporary sibling, then rename.
+
+    A file that exists is complete: a crash leaves at most a hidden ``.tmp`` file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

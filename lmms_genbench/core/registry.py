@@ -1,0 +1,112 @@
+"""Name tables whose entries are imported only when used.
+
+A :class:`Registry` maps names to ``"module:attribute"`` strings, so listing or
+checking names costs no import; :meth:`Registry.build` imports the class on
+first use and checks keyword arguments against its constructor before calling
+it, with messages that name the argument, what is allowed and what came in.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from .args import ArgumentError
+
+__all__ = ["Registry", "parameter_names"]
+
+
+def parameter_names(cls: type) -> list[str]:
+    """The constructor's positional-or-keyword parameters, in order (``self`` left out)."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    return [p.name for p in params if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD]
+
+
+class Registry:
+    """``name -> "module:attribute"``; the module is imported on first use.
+
+    Args:
+        entries: name -> ``"module:attribute"``; a module starting with ``.`` is
+            relative to ``package``. :attr:`entries` stays a plain dict, so tests
+            may add to it.
+        package: anchor of relative module names.
+        what: how an unknown name is reported: ``"<what>: expected one of ...; got ..."``.
+        context: ``str.format`` template taking the name, put in front of
+            argument errors: ``"<context>: unknown argument(s) ..."``.
+        prefix: how arguments are spelled on the command line (``"unified."``);
+            with one, argument names are shown with it, without one, unknown
+            names are quoted.
+    """
+
+    def __init__(
+        self,
+        entries: Mapping[str, str],
+        *,
+        package: str | None = None,
+        what: str = "name",
+        context: str = "{}",
+        prefix: str = "",
+    ) -> None:
+        self.entries = dict(entries)
+        self.package = package
+        self.what = what
+        self.context = context
+        self.prefix = prefix
+
+    def names(self) -> list[str]:
+        """The registered names, sorted."""
+        return sorted(self.entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def canonical(self, name: Any) -> str:
+        """``name`` stripped and lower-cased; an error listing the names if it is unknown."""
+        key = name.strip().lower() if isinstance(name, str) else name
+        if key not in self.entries:
+            raise ArgumentError(
+                f"{self.what}: expected one of {', '.join(map(repr, self.names()))}; got {name!r}"
+            )
+        return key
+
+    def _target(self, name: str) -> tuple[str, str]:
+        module, _, attribute = self.entries[self.canonical(name)].partition(":")
+        if module.startswith("."):
+            module = importlib.util.resolve_name(module, self.package)
+        return module, attribute
+
+    def dotted(self, name: str) -> str:
+        """``"package.module.attribute"`` of ``name``, without importing it."""
+        return ".".join(self._target(name))
+
+    def load(self, name: str) -> Any:
+        """The attribute registered as ``name``, importing its module."""
+        module, attribute = self._target(name)
+        return getattr(importlib.import_module(module), attribute)
+
+    def build(self, name: str, **kwargs: Any) -> Any:
+        """Construct ``name`` with ``kwargs``, checked against its constructor first.
+
+        Raises:
+            ArgumentError: ``name`` is unknown, an argument is not one the class
+                takes, or the class rejects a value (its message gets
+                ``context`` and ``prefix`` in front).
+        """
+        key = self.canonical(name)
+        cls = self.load(key)
+        allowed = parameter_names(cls)
+        unknown = sorted(set(kwargs) - set(allowed))
+        context = self.context.format(key)
+        if unknown:
+            shown = (self.prefix + u if self.prefix else repr(u) for u in unknown)
+            raise ArgumentError(
+                f"{context}: unknown argument(s) {', '.join(shown)}; "
+                f"allowed: {', '.join(self.prefix + a for a in allowed)}"
+            )
+        try:
+            return cls(**kwargs)
+        except ArgumentError as exc:
+            raise ArgumentError(f"{context}: {self.prefix}{exc}") from None
