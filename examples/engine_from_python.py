@@ -8,7 +8,7 @@ resume like the lmms-eval runs do.
 from lmms_genbench.data.photos import PACKAGE_PHOTOS, load_package_photo
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
 from lmms_genbench.generators import build_generator
-from lmms_genbench.metrics.scorers.genception import ScorerConfig, chain_record, score_chains
+from lmms_genbench.metrics.scorers.genception import GENCEPTION
 from lmms_genbench.models.cycle import _smoke_describer_args, build_describer
 from lmms_genbench.tasks.mmeception.utils import P_DESC
 
@@ -22,6 +22,6 @@ jobs = [
     for cid, _category in PACKAGE_PHOTOS
 ]
 outcomes, stats = CycleEngine(describer, generator).run(jobs)
-records = [chain_record(__import__("json").dumps(o.to_dict()), {}, "photos", {}) for o in outcomes]
-report = score_chains(records, 3, ScorerConfig("tiny-vit", "fid-helper", "cpu", 16))
+records = [GENCEPTION.record({"category": "photos"}, o.to_chain("example").to_json()) for o in outcomes]
+report = GENCEPTION.score(records, GENCEPTION.resolve({"preset": "smoke"}), length=spec.hops)
 print({k: report[k] for k in ("gc@3", "s@1", "s@2", "s@3", "n_scored", "n_failed")})

@@ -1,5 +1,6 @@
 """The package's shape: layers point one way, and each task's YAML and scorer agree."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,16 @@ def test_metric_list_equals_what_process_results_reports(path, tmp_path):
     assert sorted(returned) == sorted(listed)
     aggregations = {m["aggregation"].__name__ for m in config["metric_list"]}
     assert len(aggregations) == 1, f"one aggregate per task, got {aggregations}"
+
+
+def test_the_contributing_map_names_every_package_and_module():
+    root = TASKS.parent
+    text = (root.parent / "CONTRIBUTING.md").read_text()
+    block = text.split("## Map", 1)[1].split("```")[1]
+    named = set(re.findall(r"\b([a-z_]+)(?:/|\.py)", block)) - {"lmms_genbench"}
+    present = {p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    present |= {p.stem for p in root.glob("*.py") if p.name != "__init__.py"}
+    present |= {p.name for p in (root / "metrics").iterdir() if (p / "__init__.py").exists()}
+    assert present <= named, f"not in the map: {sorted(present - named)}"
+    anywhere = {p.stem for p in root.rglob("*.py")} | {p.name for p in root.rglob("*") if p.is_dir()}
+    assert named <= anywhere, f"in the map but not in the tree: {sorted(named - anywhere)}"

@@ -5,8 +5,10 @@ extraction, self-validation thresholds, parsing, retries/drops, resume."""
 import json
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
+from lmms_eval.utils import load_yaml_config
 
 from lmms_genbench.autobench import prompts as P
 from lmms_genbench.autobench.balance import balanced_letters, letter_counts, move_answer
@@ -37,6 +39,8 @@ from lmms_genbench.metrics.functional.autobench import (
 )
 
 from .test_autobench_fakes import FakeGenerator, ScriptedExaminer
+
+TASKS = Path(__file__).resolve().parent.parent / "lmms_genbench" / "tasks" / "autobench"
 
 # ---------------------------------------------------------------- graph
 
@@ -339,7 +343,8 @@ def test_task_hooks_need_the_dataset_variable_and_move_answers(tmp_path, monkeyp
     assert utils.doc_to_visual_none(docs[0]) == [] and utils.doc_to_visual(docs[0])[0].mode == "RGB"
     assert "A red cube" in utils.doc_to_text_noimage(docs[0])
     rec = utils.process_results(docs[0], [f"[[{docs[0]['answer']}]]"])
-    assert utils.agg_acc([rec["acc"]]) == 1.0 and utils.agg_n_unparsed([rec["n_unparsed"]]) == 0
+    assert set(rec) == {m["metric"] for m in load_yaml_config(str(TASKS / "_autobench_base.yaml"), mode="simple")["metric_list"]}
+    assert utils.aggregate([rec["acc"]]) == 1.0 and utils.aggregate([rec["n_unparsed"]]) == 0
 
 
 def test_cli_build_writes_dataset_and_manifest(tmp_path, monkeypatch, capsys):

@@ -60,43 +60,27 @@ def doc_to_text_noimage(doc, lmms_eval_specific_kwargs=None):
                   options=_options(doc), description=doc["description"])
 
 
-_METRICS = ("acc", "acc_easy", "acc_medium", "acc_hard", "n_docs", "n_unparsed", "breakdown", "pred_letters")
+# what each metric reads from the accuracy statistics of the task's records
+_METRICS = {
+    "acc": lambda stats: stats.acc(),
+    "acc_easy": lambda stats: stats.acc("level:easy"),
+    "acc_medium": lambda stats: stats.acc("level:medium"),
+    "acc_hard": lambda stats: stats.acc("level:hard"),
+    "n_docs": lambda stats: stats.n,
+    "n_unparsed": lambda stats: stats.unparsed,
+    "breakdown": lambda stats: stats.breakdown(),
+    "pred_letters": lambda stats: stats.pred_letters,
+}
 
 
 def process_results(doc, results):
+    """Each metric gets ``(its name, the doc's record)``, so one ``aggregate`` serves all."""
     resp = results[0] if results else None
     rec = score_record(resp if isinstance(resp, str) else None, doc["answer"], doc["level"],
                        doc["aspect"], doc["capability"])
-    return {m: rec for m in _METRICS}
+    return {m: (m, rec) for m in _METRICS}
 
 
-def agg_acc(items):
-    return AccuracyStats.of(items).acc()
-
-
-def agg_acc_easy(items):
-    return AccuracyStats.of(items).acc("level:easy")
-
-
-def agg_acc_medium(items):
-    return AccuracyStats.of(items).acc("level:medium")
-
-
-def agg_acc_hard(items):
-    return AccuracyStats.of(items).acc("level:hard")
-
-
-def agg_n_docs(items):
-    return AccuracyStats.of(items).n
-
-
-def agg_n_unparsed(items):
-    return AccuracyStats.of(items).unparsed
-
-
-def agg_breakdown(items):
-    return AccuracyStats.of(items).breakdown()
-
-
-def agg_pred_letters(items):
-    return AccuracyStats.of(items).pred_letters
+def aggregate(items):
+    metric = items[0][0]
+    return _METRICS[metric](AccuracyStats.of([rec for _, rec in items]))
