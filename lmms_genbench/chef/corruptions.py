@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from PIL import Image, ImageFilter
 
+from ..core.registry import lookup
+
 __all__ = [
     "IMAGE_CORRUPTIONS",
     "TEXT_CORRUPTIONS",
@@ -121,9 +123,7 @@ IMAGE_CORRUPTIONS: dict[str, Callable[[Image.Image, int, np.random.Generator], I
 
 def corrupt_image(image: Image.Image, name: str, severity: int, seed: int, key: str) -> Image.Image:
     """``image`` under corruption ``name`` at ``severity``, fixed by ``(seed, key)``."""
-    if name not in IMAGE_CORRUPTIONS:
-        raise ValueError(f"image corruption must be one of {sorted(IMAGE_CORRUPTIONS)}, got {name!r}")
-    return IMAGE_CORRUPTIONS[name](image, _check_severity(severity), doc_rng(seed, key, name))
+    return lookup(IMAGE_CORRUPTIONS, name, "image corruption")(image, _check_severity(severity), doc_rng(seed, key, name))
 
 
 def _typo(word: str, rng: np.random.Generator) -> str:
@@ -204,10 +204,9 @@ TEXT_CORRUPTIONS: dict[str, Callable[[str, float, np.random.Generator], str]] = 
 
 def corrupt_text(text: str, level: str, severity: int, seed: int, key: str) -> str:
     """``text`` corrupted at ``level`` (char, word, sentence); severity s edits 10·s % of words (at least one)."""
-    if level not in TEXT_CORRUPTIONS:
-        raise ValueError(f"text corruption level must be one of {sorted(TEXT_CORRUPTIONS)}, got {level!r}")
+    corrupt = lookup(TEXT_CORRUPTIONS, level, "text corruption level")
     rate = 0.1 * _check_severity(severity)
-    return TEXT_CORRUPTIONS[level](text, rate, doc_rng(seed, key, level))
+    return corrupt(text, rate, doc_rng(seed, key, level))
 
 
 def shuffle_options(options: Sequence[str], gold: int, seed: int, key: str) -> tuple[list[str], int, list[int]]:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from .corruptions import corrupt_image, corrupt_text, doc_rng, shuffle_options
+from ..core.registry import lookup
 
 __all__ = [
     "INFERENCERS",
@@ -109,9 +110,7 @@ def _scenario(recipe: Mapping[str, Any]) -> dict[str, Any]:
     spec = dict(spec)
     preset = spec.pop("preset", None)
     if preset is not None:
-        if preset not in PRESETS:
-            raise ValueError(f"scenario preset must be one of {sorted(PRESETS)}, got {preset!r}")
-        spec = {**PRESETS[preset], **spec}
+        spec = {**lookup(PRESETS, preset, "scenario preset"), **spec}
     for required in ("question", "answer"):
         if required not in spec:
             raise ValueError(f"scenario mapping needs a {required!r} field name, got {sorted(spec)}")
@@ -269,8 +268,7 @@ def _query(item: Item, options: Sequence[str], question: str, instruction: Mappi
 
 
 def _verbalizer(name: str, n: int) -> list[str]:
-    if name not in VERBALIZERS:
-        raise ValueError(f"verbalizer must be one of {sorted(VERBALIZERS)}, got {name!r}")
+    lookup(VERBALIZERS, name, "verbalizer")
     if name == "unnatural_rotated":
         return [LETTERS[(i + 1) % n] for i in range(n)]
     labels = list(VERBALIZERS[name])
@@ -312,8 +310,7 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     desideratum = recipe.get("desideratum", "accuracy")
     from .results import FAMILIES
 
-    if desideratum not in FAMILIES:
-        raise ValueError(f"recipe desideratum must be one of {sorted(FAMILIES)}, got {desideratum!r}")
+    lookup(FAMILIES, desideratum, "recipe desideratum")
     seed = int(recipe.get("seed", 0))
     instr = _instruction(recipe)
     item = normalize(doc, recipe)

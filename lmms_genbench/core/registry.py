@@ -16,7 +16,17 @@ from typing import Any
 
 from .args import ArgumentError
 
-__all__ = ["Registry", "parameter_names"]
+__all__ = ["Registry", "lookup", "parameter_names"]
+
+
+def lookup(table: Mapping[str, Any], name: Any, what: str) -> Any:
+    """``table[name]``, or a ValueError naming ``what``, the allowed names and what came in.
+
+    The one check behind every small name table (presets, corruptions, verbalizers)."""
+    try:
+        return table[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"{what} must be one of {sorted(table)}, got {name!r}") from None
 
 
 def parameter_names(cls: type) -> list[str]:

@@ -31,6 +31,7 @@ from .. import host
 from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
 from ..generators import build_generator
 from ..core.model_args import optional_int, split_prefixed
+from ..core.registry import lookup
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +67,7 @@ def _smoke_unified_args() -> dict[str, Any]:
 
 def _resolve_roles(preset, describer, generator, unified, describer_args, generator_args, unified_args):
     """Apply ``preset`` and check that the model_args name one decoupled pair or one unified model."""
-    if preset is not None and preset not in PRESETS:
-        raise ValueError(f"model_args preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    fill = PRESETS.get(preset or "", {})
+    fill = {} if preset is None else lookup(PRESETS, preset, "model_args preset")
     if unified or unified_args or "unified" in fill:
         unified = unified or fill.get("unified")
         mixed = [role for role, name in (("describer", describer), ("generator", generator)) if name]

@@ -39,6 +39,7 @@ import numpy as np
 
 from ...engine.chain import Chain, NotAChainError, hop_kind
 from ...core.keys import atomic_write
+from ...core.registry import lookup
 from ...engine.store import ChainLocation
 
 __all__ = [
@@ -276,13 +277,8 @@ class ChainScorer:
         """The task's settings: its preset's values overridden by its own keys."""
         if not isinstance(scorer, Mapping):
             raise ValueError(f"generation_kwargs.scorer must be a mapping, got {scorer!r}")
-        preset = scorer.get("preset", "paper")
-        if preset not in self.PRESETS:
-            raise ValueError(
-                f"generation_kwargs.scorer.preset must be one of {sorted(self.PRESETS)} for the "
-                f"{self.name} scorer, got {preset!r}"
-            )
-        return {**self.PRESETS[preset], **{k: v for k, v in scorer.items() if k != "preset"}}
+        preset = lookup(self.PRESETS, scorer.get("preset", "paper"), f"the {self.name} scorer's generation_kwargs.scorer.preset")
+        return {**preset, **{k: v for k, v in scorer.items() if k != "preset"}}
 
     def resolve(self, scorer: Mapping[str, Any]) -> Any:
         """Settings for scoring: the task's, then the ``LMMS_GENBENCH_*`` environment."""
