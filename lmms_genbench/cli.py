@@ -119,10 +119,11 @@ def _add_sdp(subparsers: argparse._SubParsersAction) -> None:
         "resample",
         help="draw another Nocaps+Docci400-style pair list from DOCCI and NoCaps with a seed",
         description=(
-            "Draw --per-source DOCCI (google/docci, test) and NoCaps (HuggingFaceM4/NoCaps, "
-            "validation) ids without replacement from sorted ids with numpy's default_rng(seed), "
-            "and write them as JSON lines {source, image_id}. sdp_nocaps uses the file when "
-            "LMMS_GENBENCH_ND400_PAIRS points at it."
+            "Draw --per-source DOCCI (google/docci, config docci, test: example_id) and NoCaps "
+            "(HuggingFaceM4/NoCaps, validation: image_file_name, as nd400 names them) ids without "
+            "replacement from sorted ids with numpy's default_rng(seed), and write them as JSON "
+            "lines {source, image_id}. sdp_nocaps uses the file when LMMS_GENBENCH_ND400_PAIRS "
+            "points at it."
         ),
     )
     resample.add_argument("--seed", type=int, required=True, help="random seed (integer)")

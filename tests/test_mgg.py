@@ -168,31 +168,6 @@ def test_fetch_geneval_checks_the_download(tmp_path):
         sdp_data.fetch_geneval_metadata(tmp_path / "i" / "meta.jsonl", transport=missing)
 
 
-class _Table:
-    def __init__(self, ids):
-        self.ids = ids
-
-    def __getitem__(self, column):
-        return self.ids
-
-
-def test_resample_nd400_is_seeded_and_order_independent(tmp_path):
-    tables = {"google/docci": [f"d{i}" for i in range(50)], "HuggingFaceM4/NoCaps": list(range(40))}
-
-    def load(path, split, revision=None):
-        return _Table(tables[path])
-
-    first = sdp_data.resample_nd400(seed=3, per_source=5, load=load)
-    assert first == sdp_data.resample_nd400(seed=3, per_source=5, load=load)
-    assert first != sdp_data.resample_nd400(seed=4, per_source=5, load=load)
-    tables = {k: v[::-1] for k, v in tables.items()}  # the hub serves rows in another order
-    assert first == sdp_data.resample_nd400(seed=3, per_source=5, load=load)
-    assert [r["source"] for r in first] == ["docci"] * 5 + ["nocaps"] * 5
-    assert len({r["image_id"] for r in first}) == 10
-    with pytest.raises(ValueError, match="fewer than per_source=60"):
-        sdp_data.resample_nd400(seed=3, per_source=60, load=load)
-
-
 def test_pair_list_round_trip_and_errors(tmp_path):
     path = tmp_path / "pairs.jsonl"
     path.write_text('{"source": "DOCCI", "image_id": 7}\n\n{"source": "nocaps", "image_id": "x"}\n')

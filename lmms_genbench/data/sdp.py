@@ -1,17 +1,23 @@
 """Data of the semantic drift tasks: Nocaps+Docci400 and GenEval's prompts.
 
-Nocaps+Docci400, the semantic drift paper's 400 image-caption pairs:
+Nocaps+Docci400, the semantic drift paper's 400 image-caption pairs, joined as the
+authors' ``prepare_dataset.py`` (mollahsabbir/Semantic-Drift-in-Unified-Models) does:
 
-The pair list (``mollahsabbir/nd400``, validation split: ``source``,
-``image_id``) names 200 DOCCI and 200 NoCaps images. The images and captions
-come from their own datasets: DOCCI's ``description`` (test split) and NoCaps'
-first ``annotations_captions`` (validation split), as the authors' release.
-The original repositories (``google/docci``, ``HuggingFaceM4/NoCaps``) are
-loading scripts, which ``datasets`` 4 and later refuse to run, so each source
-is a list of Parquet copies tried in order: the hub's own Parquet export of the
-original first, then a Parquet mirror with the same columns (``lmms-lab/NoCaps``,
-which lmms-eval's nocaps task loads; ``not-lain/docci``). None of them was
-loaded from here (no hub access); the column names come from their dataset cards.
+* the pair list is ``mollahsabbir/nd400`` (split ``validation``), of which it reads
+  ``source`` and ``image_id`` (a string);
+* ``source == "docci"``: the row of ``google/docci`` (config ``docci``, split ``test``)
+  whose ``example_id`` is ``image_id``; caption = ``description``;
+* any other ``source``: the row of ``HuggingFaceM4/NoCaps`` (split ``validation``) whose
+  ``image_file_name`` (e.g. ``0013ea2087020901.jpg``) is ``image_id``; caption = the
+  first of ``annotations_captions``. NoCaps' own ``image_id`` is a running integer
+  and is never the key.
+
+Both originals are loading scripts, so each is read from the hub's Parquet export
+(:mod:`lmms_genbench.data.hub`); NoCaps falls back to ``lmms-lab/NoCaps``, a Parquet
+copy with the same eleven columns (its dataset card). The authors skip a pair that does
+not join without a word; :func:`join_nd400` raises naming every missing id, or with
+``allow_missing`` logs them and goes on. None of these datasets was loaded from here
+(no hub access): the tests read schema-true local copies (tests/hub_fixtures.py).
 :func:`resample_nd400` draws another such list with a seed.
 
 GenEval (djghosh13/geneval, MIT): ``prompts/evaluation_metadata.jsonl``, 553 entries
@@ -26,38 +32,62 @@ import json
 import logging
 import os
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
+
+from .hub import PARQUET_EXPORT, HubCopy, HubTable, load_table
 
 logger = logging.getLogger(__name__)
 
-DOCCI = {
-    "sources": [("google/docci", "refs/convert/parquet"), ("not-lain/docci", None)],
-    "split": "test", "id": "example_id", "caption": "description",
-}
-NOCAPS = {
-    "sources": [("HuggingFaceM4/NoCaps", "refs/convert/parquet"), ("lmms-lab/NoCaps", None)],
-    "split": "validation", "id": "image_id", "caption": "annotations_captions",
-}
+
+@dataclass(frozen=True)
+class PairSource:
+    """Where one nd400 source's rows live, the column the pair ids match and the caption column."""
+
+    table: HubTable
+    key: str
+    caption: str
 
 
-def _load_source(load: Callable[..., Any], spec: Mapping[str, Any]) -> Any:
-    """The first of ``spec["sources"]`` (``(path, revision)``) that loads; raises
-    RuntimeError listing every attempt when none does."""
-    errors = []
-    for path, revision in spec["sources"]:
-        kwargs = {"split": spec["split"]}
-        if revision:
-            kwargs["revision"] = revision
-        try:
-            table = load(path, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - any failure moves on to the next copy
-            errors.append(f"{path}@{revision or 'main'}: {type(exc).__name__}: {exc}")
-            continue
-        if errors:
-            logger.warning("loaded %s after: %s", path, "; ".join(errors))
-        return table
-    raise RuntimeError("no copy of the dataset could be loaded: " + " | ".join(errors))
+# google/docci docci.py: configs docci (default: image, example_id, description) and
+# docci_aar (image, example_id); the authors read the default config's test split.
+# not-lain/docci is no fallback: a third-party lmms-eval task README (docci_test) lists its
+# columns as image, question, answer, so no example_id to join on.
+DOCCI = PairSource(
+    HubTable((HubCopy("google/docci", "docci", PARQUET_EXPORT),), "test", ("image", "example_id", "description")),
+    key="example_id", caption="description",
+)
+# HuggingFaceM4/NoCaps (script NoCaps.py, one config) and lmms-lab/NoCaps (its card): the
+# same eleven columns, image_id int32 running from 0 next to image_file_name "<open_images_id>.jpg"
+NOCAPS = PairSource(
+    HubTable(
+        (HubCopy("HuggingFaceM4/NoCaps", "default", PARQUET_EXPORT), HubCopy("lmms-lab/NoCaps", "default")),
+        "validation", ("image", "image_file_name", "annotations_captions"),
+    ),
+    key="image_file_name", caption="annotations_captions",
+)
+SOURCES: dict[str, PairSource] = {"docci": DOCCI, "nocaps": NOCAPS}
+#: nd400 ``source`` values as we expect them; any other value is read as NoCaps, with a warning
+SOURCE_NAMES = tuple(SOURCES)
+
+
+class MissingPairsError(ValueError):
+    """Pairs of the list that are not in their source dataset; ``missing`` maps source -> ids."""
+
+    def __init__(self, message: str, missing: Mapping[str, list[str]]):
+        super().__init__(message)
+        self.missing = dict(missing)
+
+
+def source_of(value: Any) -> str:
+    """The source an nd400 ``source`` value names: "docci" for "docci" (any case), else "nocaps".
+
+    The authors compare ``source == "docci"`` and send every other row to NoCaps; lower-casing
+    first differs only for values such as "DOCCI", which their code would look up in NoCaps.
+    """
+    return "docci" if str(value).strip().lower() == "docci" else "nocaps"
 
 
 def _caption(value: Any) -> str:
@@ -67,53 +97,78 @@ def _caption(value: Any) -> str:
     return str(value or "")
 
 
+def _warn_unexpected_sources(pairs: list[Mapping[str, Any]]) -> None:
+    odd = Counter(str(r["source"]) for r in pairs if str(r["source"]) not in SOURCE_NAMES)
+    if odd:
+        logger.warning(
+            "nd400 source values %s are neither %s: read as %s, as the authors' prepare_dataset.py "
+            "routes every value but 'docci' to NoCaps",
+            dict(odd), " nor ".join(repr(n) for n in SOURCE_NAMES),
+            {v: source_of(v) for v in odd},
+        )
+
+
+def _missing_message(missing: Mapping[str, list[str]], used: Mapping[str, HubCopy], total: int,
+                     sources: Mapping[str, PairSource]) -> str:
+    parts = []
+    for name, ids in missing.items():
+        spec = sources[name]
+        parts.append(f"{name} ({len(ids)}, matched on {spec.key!r} of split {spec.table.split!r} of {used[name]}): {ids}")
+    message = f"{sum(map(len, missing.values()))} of {total} nd400 pairs are not in their source dataset: " + "; ".join(parts)
+    if any(i.isdigit() for i in missing.get("nocaps", [])):
+        message += (
+            ". NoCaps pairs are keyed by file name such as '0013ea2087020901.jpg' (image_file_name), "
+            "not by NoCaps' integer image_id; a list from an older `lmms-genbench sdp resample` holds "
+            "integers: draw it again"
+        )
+    return message
+
+
 def join_nd400(
     pairs: Iterable[Mapping[str, Any]],
     load: Callable[..., Any] | None = None,
-    docci: Mapping[str, str] = DOCCI,
-    nocaps: Mapping[str, str] = NOCAPS,
+    sources: Mapping[str, PairSource] = SOURCES,
+    allow_missing: bool = False,
 ) -> list[dict[str, Any]]:
-    """Rows ``{pair_id, source, caption, image}`` for each listed pair, in list order.
+    """Rows ``{pair_id, source, caption, image}`` for each listed pair that joins, in list order.
 
     Args:
-        pairs: the nd400 rows (``source`` is "docci" or "nocaps", ``image_id``).
+        pairs: the nd400 rows (``source``, ``image_id``); see :func:`source_of`.
         load: ``datasets.load_dataset`` (injectable for tests).
-        docci, nocaps: where each source lives and which columns hold the id and caption.
+        sources: where each source lives and which columns hold the key and the caption.
+        allow_missing: log the pairs that do not join (count and ids) and return the rest,
+            instead of raising.
 
     Raises:
-        ValueError: a pair names an unknown source or an id missing from its source,
-            saying which; a silently shorter benchmark would not be Nocaps+Docci400.
+        MissingPairsError: some pair's id is not in its source, naming every such id, the
+            source, the column matched and the copy read; a silently shorter benchmark
+            would not be Nocaps+Docci400. Raised with ``allow_missing`` too when no pair joins.
     """
-    if load is None:
-        import datasets
-
-        load = datasets.load_dataset
     pairs = list(pairs)
-    sources = {"docci": docci, "nocaps": nocaps}
-    wanted: dict[str, set[str]] = {name: set() for name in sources}
-    for row in pairs:
-        source = str(row["source"]).lower()
-        if source not in sources:
-            raise ValueError(f"nd400 row {row!r}: source must be 'docci' or 'nocaps', got {row['source']!r}")
-        wanted[source].add(str(row["image_id"]))
+    _warn_unexpected_sources(pairs)
+    routed = [(source_of(r["source"]), str(r["image_id"])) for r in pairs]
     found: dict[tuple[str, str], dict[str, Any]] = {}
+    used: dict[str, HubCopy] = {}
     for name, spec in sources.items():
-        if not wanted[name]:
+        wanted = {ident for source, ident in routed if source == name}
+        if not wanted:
             continue
-        table = _load_source(load, spec)
-        ids = [str(i) for i in table[spec["id"]]]
-        keep = [i for i, ident in enumerate(ids) if ident in wanted[name]]
+        table, used[name] = load_table(spec.table, load)
+        keep = [i for i, key in enumerate(table[spec.key]) if str(key) in wanted]
         for row in table.select(keep):
-            found[(name, str(row[spec["id"]]))] = {"caption": _caption(row[spec["caption"]]), "image": row["image"]}
-    rows, missing = [], []
-    for row in pairs:
-        key = (str(row["source"]).lower(), str(row["image_id"]))
-        if key not in found:
-            missing.append(key)
-            continue
-        rows.append({"pair_id": f"{key[0]}/{key[1]}", "source": key[0], **found[key]})
+            found[(name, str(row[spec.key]))] = {"caption": _caption(row[spec.caption]), "image": row["image"]}
+    rows: list[dict[str, Any]] = []
+    missing: dict[str, list[str]] = {}
+    for key in routed:
+        if key in found:
+            rows.append({"pair_id": f"{key[0]}/{key[1]}", "source": key[0], **found[key]})
+        else:
+            missing.setdefault(key[0], []).append(key[1])
     if missing:
-        raise ValueError(f"{len(missing)} nd400 pairs were not found in their source datasets, e.g. {missing[:3]}")
+        message = _missing_message(missing, used, len(pairs), sources)
+        if not allow_missing or not rows:
+            raise MissingPairsError(message, missing)
+        logger.warning("%s; running on the %d pairs that join", message, len(rows))
     return rows
 
 
@@ -140,15 +195,15 @@ def resample_nd400(
     seed: int,
     per_source: int = 200,
     load: Callable[..., Any] | None = None,
-    docci: Mapping[str, str] = DOCCI,
-    nocaps: Mapping[str, str] = NOCAPS,
+    sources: Mapping[str, PairSource] = SOURCES,
 ) -> list[dict[str, str]]:
     """Draw ``per_source`` DOCCI and ``per_source`` NoCaps ids without replacement.
 
-    The ids of each source are sorted before drawing with ``numpy.random.default_rng(seed)``,
-    so a seed gives the same list whatever order the hub serves rows in. Rows come back
-    DOCCI first, each source in draw order, as ``{"source", "image_id"}``. The authors'
-    own draw is not documented beyond "randomly sample 200"; theirs is ``mollahsabbir/nd400``.
+    The ids are each source's join key (DOCCI ``example_id``, NoCaps ``image_file_name``),
+    sorted before drawing with ``numpy.random.default_rng(seed)``, so a seed gives the same
+    list whatever order the hub serves rows in. Rows come back in ``sources`` order (DOCCI
+    first), each source in draw order, as ``{"source", "image_id"}``. The authors' own draw
+    is not documented beyond "randomly sample 200"; theirs is ``mollahsabbir/nd400``.
     """
     import numpy as np
 
@@ -156,17 +211,13 @@ def resample_nd400(
         raise ValueError(f"seed must be an integer, got {seed!r}")
     if isinstance(per_source, bool) or not isinstance(per_source, int) or per_source < 1:
         raise ValueError(f"per_source must be an integer >= 1, got {per_source!r}")
-    if load is None:
-        import datasets
-
-        load = datasets.load_dataset
     rng = np.random.default_rng(seed)
     rows: list[dict[str, str]] = []
-    for name, spec in (("docci", docci), ("nocaps", nocaps)):
-        table = _load_source(load, spec)
-        ids = sorted({str(i) for i in table[spec["id"]]})
+    for name, spec in sources.items():
+        table, copy = load_table(spec.table, load)
+        ids = sorted({str(i) for i in table[spec.key]})
         if len(ids) < per_source:
-            raise ValueError(f"{name} has {len(ids)} distinct ids, fewer than per_source={per_source}")
+            raise ValueError(f"{name} ({copy}) has {len(ids)} distinct {spec.key}, fewer than per_source={per_source}")
         picked = rng.choice(len(ids), size=per_source, replace=False)
         rows += [{"source": name, "image_id": ids[i]} for i in picked]
     return rows

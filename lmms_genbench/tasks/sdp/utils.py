@@ -20,6 +20,8 @@ DIRECTIONS = ("text_first", "image_first")
 
 # run-time inputs (lmms-eval has no task arguments)
 PAIRS_ENV = "LMMS_GENBENCH_ND400_PAIRS"  # a pair list from `lmms-genbench sdp resample`
+# "1": run on the pairs that join, logging the missing ones (a partial mirror); default "0": raise
+ALLOW_MISSING_ENV = "LMMS_GENBENCH_ND400_ALLOW_MISSING"
 GENEVAL_ENV = "LMMS_GENBENCH_GENEVAL_METADATA"  # default: `lmms-genbench sdp fetch-geneval`'s file
 GENEVAL_PROMPTS_ENV = "LMMS_GENBENCH_GENEVAL_PROMPTS"  # optional rewritten prompts (GenEval-R)
 
@@ -50,16 +52,25 @@ def both_directions(dataset):
 def nd400_docs(dataset):
     """Nocaps+Docci400: join the pair list (``mollahsabbir/nd400``) to its sources.
 
-    DOCCI rows come from ``google/docci`` (test split, ``description``), NoCaps
-    rows from ``HuggingFaceM4/NoCaps`` (validation split, first of
-    ``annotations_captions``), as in the authors' release.
+    DOCCI rows come from ``google/docci`` (config ``docci``, test split, keyed by
+    ``example_id``, ``description``), NoCaps rows from ``HuggingFaceM4/NoCaps``
+    (validation split, keyed by ``image_file_name``, first of ``annotations_captions``),
+    as the authors' ``prepare_dataset.py`` (see ``lmms_genbench.data.sdp``). A pair that
+    does not join stops the task with its id, unless ``$LMMS_GENBENCH_ND400_ALLOW_MISSING=1``.
     """
     import datasets
 
-    from lmms_genbench.data.sdp import join_nd400, load_pair_list
+    from lmms_genbench.core.args import as_choice
+    from lmms_genbench.data.sdp import MissingPairsError, join_nd400, load_pair_list
 
+    allow = as_choice(ALLOW_MISSING_ENV, os.environ.get(ALLOW_MISSING_ENV) or "0", ("0", "1")) == "1"
     pairs = load_pair_list(os.environ[PAIRS_ENV]) if os.environ.get(PAIRS_ENV) else dataset
-    return both_directions(datasets.Dataset.from_list(join_nd400(pairs)))
+    try:
+        rows = join_nd400(pairs, allow_missing=allow)
+    except MissingPairsError as exc:
+        hint = "" if allow else f". {ALLOW_MISSING_ENV}=1 runs on the pairs that join (logging the others)"
+        raise MissingPairsError(f"{exc}{hint}", exc.missing) from None
+    return both_directions(datasets.Dataset.from_list(rows))
 
 
 def geneval_docs(dataset):
