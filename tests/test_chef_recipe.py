@@ -41,7 +41,9 @@ def test_every_task_lists_exactly_the_metrics_its_recipe_emits():
         cfg, rec = _task(path.stem)
         listed = [m["metric"] for m in cfg["metric_list"]]
         names = [v["name"] for v in rec.get("variants") or [{"name": "base"}]]
-        emitted = scoring.metric_names({"desideratum": rec.get("desideratum", "accuracy")}, names)
+        scenario = {**R.PRESETS.get(rec["scenario"].get("preset"), {}), **rec["scenario"]}
+        group = "0" if scenario.get("group") else None  # circular scenarios add acc_circular, n_groups
+        emitted = scoring.metric_names({"desideratum": rec.get("desideratum", "accuracy"), "group": group}, names)
         assert sorted(listed) == sorted(emitted), path.name
         assert all(m["aggregation"] == "utils.aggregate" for m in cfg["metric_list"])
 
