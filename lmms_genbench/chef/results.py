@@ -28,7 +28,8 @@ Names (``<v>`` is a variant name; the first variant is the reference):
 * robustness: ``rrm``, ``rr`` (acc_crp = mean accuracy of the other variants),
   ``rrm_<v>``, ``rr_<v>``
 * hallucination (option 0 = "Yes"): ``pope_accuracy``, ``pope_precision``,
-  ``pope_recall``, ``pope_f1``, ``pope_yes_ratio``
+  ``pope_recall``, ``pope_f1_score``, ``pope_yes_ratio`` (lmms-eval's own ``pope``
+  task's names)
 * language performance: ``judge_score`` (0–10, mean over docs of each doc's
   mean over judge samples), ``n_judged``, ``n_judge_failed``
 """
@@ -56,6 +57,9 @@ from lmms_genbench.metrics.functional.chef import (
 N_BINS = 10
 _BINS = [f"bin{b}_{k}" for b in range(N_BINS) for k in ("acc", "conf", "n")]
 _COUNTS = ["n_docs", "n_failed", "n_unmatched"]
+#: metric name -> PopeCounts.metrics() key; the names are lmms-eval 0.7.3's pope task's
+_POPE = {"pope_accuracy": "accuracy", "pope_precision": "precision", "pope_recall": "recall",
+         "pope_f1_score": "f1", "pope_yes_ratio": "yes_ratio"}
 #: desideratum -> (metric names, per-variant metric prefixes for the non-reference variants).
 #: A task's metric_list must name exactly these: lmms-eval 0.7.3 writes any emitted
 #: name it has no aggregation for into the results file as the raw per-doc list.
@@ -65,7 +69,7 @@ FAMILIES: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "in_context_learning": (["acc", "acc_rand", "riam", *_COUNTS], ("acc", "riam")),
     "instruction_following": (["acc", "acc_rand", "match_ratio", *_COUNTS], ("acc", "match_ratio")),
     "robustness": (["acc", "acc_rand", "rrm", "rr", *_COUNTS], ("acc", "rrm", "rr")),
-    "hallucination": (["pope_accuracy", "pope_precision", "pope_recall", "pope_f1", "pope_yes_ratio", *_COUNTS], ()),
+    "hallucination": ([*_POPE, *_COUNTS], ()),
     "language_performance": (["acc", "acc_rand", "judge_score", "n_judged", "n_judge_failed", *_COUNTS], ()),
 }
 #: added to a family that reports ``acc`` when the scenario has circular groups
@@ -176,13 +180,12 @@ def aggregate(items) -> float:
     if name == "match_ratio":
         return _mean([match_ratio([r["variants"][i]["pred"] for r in ok], [r["variants"][0]["pred"] for r in ok])
                       for i in others])
-    if name.startswith("pope_"):
+    if name in _POPE:
         counts = PopeCounts()
         for r in ok:
             v = r["variants"][0]
             counts.add(v["pred"] == 0, v["gold"] == 0)
-        key = name[len("pope_"):]
-        return counts.metrics()[key]
+        return counts.metrics()[_POPE[name]]
     if name == "judge_score":
         return _mean([_mean(r["judge"]) for r in ok if r["judge"]])
     if name == "n_judged":
