@@ -2,7 +2,9 @@
 
 Used by ``test_architecture.py``, and runnable for figures:
 ``python tests/import_graph.py`` prints the cycles and the private names
-imported across packages.
+imported across packages; ``python tests/import_graph.py --closure MODULE ...``
+prints the modules a copy of MODULEs outside this package needs (CONTRIBUTING's
+upstreaming steps).
 """
 
 from __future__ import annotations
@@ -108,6 +110,28 @@ def cycles() -> list[list[str]]:
     return found
 
 
+def closure(*modules: str) -> list[str]:
+    """Every package module that importing ``modules`` can run, lazy imports included.
+
+    This is what a copy of ``modules`` outside the package (vendored upstream) needs.
+    A package ``__init__`` that only lies on the path to a module is not followed:
+    a vendored copy can keep it empty. Modules imported by name from a registry table
+    (``importlib``) are invisible here; pass them as ``modules`` too.
+    """
+    graph = imports(module_level_only=False)
+    unknown = [m for m in modules if m not in graph]
+    if unknown:
+        raise ValueError(f"not modules of {PACKAGE}: {unknown}")
+    seen: set[str] = set()
+    todo = list(modules)
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += [t for t, _ in graph[module]]
+    return sorted(seen)
+
+
 def _package_of(module: str) -> str:
     parts = module.split(".")
     return ".".join(parts[:2]) if len(parts) > 2 else module
@@ -129,6 +153,11 @@ def private_imports_across_packages() -> list[str]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--closure"]:
+        needed = closure(*sys.argv[2:])
+        print(f"{len(needed)} modules")
+        print("\n".join(needed))
+        sys.exit(0)
     found = cycles()
     print(f"import cycles: {len(found)}")
     for c in found:

@@ -76,3 +76,24 @@ def test_the_contributing_map_names_every_package_and_module():
     assert present <= named, f"not in the map: {sorted(present - named)}"
     anywhere = {p.stem for p in root.rglob("*.py")} | {p.name for p in root.rglob("*") if p.is_dir()}
     assert named <= anywhere, f"in the map but not in the tree: {sorted(named - anywhere)}"
+
+
+# what a vendored mmeception imports by name (generators/registry.py's table) besides its own graph
+VENDOR_SEEDS = ["lmms_genbench.tasks.mmeception.utils", "lmms_genbench.models.cycle",
+                "lmms_genbench.generators.diffusers_backend", "lmms_genbench.generators.openai_backend",
+                "lmms_genbench.generators.smoke"]
+
+
+def test_contributing_lists_the_modules_a_vendored_mmeception_needs():
+    text = (TASKS.parent.parent / "CONTRIBUTING.md").read_text()
+    block = text.split("<!-- vendored-mmeception -->", 1)[1].split("```")[1]
+    listed = set()
+    for line in block.strip().splitlines():
+        folder, *files = line.split()
+        listed |= {f"{'' if folder == './' else folder}{f}" for f in files}
+    needed = set()
+    for module in import_graph.closure(*VENDOR_SEEDS):
+        parts = module.split(".")[1:]
+        is_package = (TASKS.parent.joinpath(*parts) / "__init__.py").exists()
+        needed.add("/".join(parts) + ("/__init__.py" if is_package else ".py"))
+    assert listed == needed, {"listed only": sorted(listed - needed), "needed only": sorted(needed - listed)}

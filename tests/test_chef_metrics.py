@@ -8,6 +8,7 @@ import pytest
 from lmms_genbench.metrics.functional.chef import (
     EqualWidthECE,
     PopeCounts,
+    circular_accuracy,
     desideratum_score,
     ece_equal_mass,
     match_ratio,
@@ -114,3 +115,11 @@ def test_desideratum_scores():
     with pytest.raises(ValueError, match="desideratum"):
         desideratum_score("speed", 1.0)
     assert np.isfinite(desideratum_score("instruction_following", 0.4))
+
+
+def test_circular_accuracy_needs_every_copy_of_a_group_right():
+    # groups 0 (3 copies, all right), 1 (2 copies, one wrong), 2 (1 copy, right)
+    assert circular_accuracy([0, 0, 0, 1, 1, 2], [1, 1, 1, 1, 0, 1]) == pytest.approx(2 / 3)
+    assert math.isnan(circular_accuracy([], []))
+    with pytest.raises(ValueError, match="one group per answer"):
+        circular_accuracy([0, 1], [1])

@@ -41,7 +41,9 @@ def test_every_task_lists_exactly_the_metrics_its_recipe_emits():
         cfg, rec = _task(path.stem)
         listed = [m["metric"] for m in cfg["metric_list"]]
         names = [v["name"] for v in rec.get("variants") or [{"name": "base"}]]
-        emitted = scoring.metric_names({"desideratum": rec.get("desideratum", "accuracy")}, names)
+        scenario = {**R.PRESETS.get(rec["scenario"].get("preset"), {}), **rec["scenario"]}
+        group = "0" if scenario.get("group") else None  # circular scenarios add acc_circular, n_groups
+        emitted = scoring.metric_names({"desideratum": rec.get("desideratum", "accuracy"), "group": group}, names)
         assert sorted(listed) == sorted(emitted), path.name
         assert all(m["aggregation"] == "utils.aggregate" for m in cfg["metric_list"])
 
@@ -151,10 +153,19 @@ def test_aggregates_by_hand():
             _resp("hallucination", [("base", 1, 1, 2, 0.7)]), _resp("hallucination", [("base", 1, 0, 2, 0.8)])]
     assert _aggregate(pope, "pope_accuracy") == 0.5 and _aggregate(pope, "pope_precision") == 0.5
     assert _aggregate(pope, "pope_recall") == 0.5 and _aggregate(pope, "pope_yes_ratio") == 0.5
+    assert _aggregate(pope, "pope_f1_score") == 0.5 and "pope_f1_score" in scoring.process_results({}, [pope[0]])
     cal = [r.replace("hallucination", "calibration") for r in pope]
     # equal-mass with 4 samples: one per bin; gaps 0.1 + 0.6 + 0.3 + 0.8 over 4
     assert _aggregate(cal, "ece") == pytest.approx((0.1 + 0.6 + 0.3 + 0.8) / 4)
     assert _aggregate(cal, "bin9_n") == 1 and _aggregate(cal, "bin6_acc") == 0.0
+
+
+def test_hallucination_metrics_carry_the_names_of_lmms_eval_s_pope_task():
+    import lmms_eval.tasks
+
+    upstream = Path(lmms_eval.tasks.__file__).parent / "pope" / "pope.yaml"
+    names = [m["metric"] for m in yaml.load(upstream.read_text(), Loader=_Loader)["metric_list"]]
+    assert names == scoring.FAMILIES["hallucination"][0][: len(names)]
 
 
 def test_failed_and_judge_records():

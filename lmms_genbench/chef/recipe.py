@@ -12,13 +12,14 @@ Recipe keys (all optional except ``scenario``)::
     scenario:     {preset: mmbench | scienceqa | pope}  or a field mapping:
                   {question: q, hint: h, options: choices | [A, B, C, D],
                    answer: answer, answer_type: index | letter | text,
-                   image: image | photo: <package photo id field>, key: id}
+                   image: image | photo: <package photo id field>, key: id,
+                   group: index, group_modulo: 1000000}
     instruction:  {query: "{hint}{question}\\nOptions: {options}",
                    answer_prompt: "Answer:", answer_template: "({label}) {text}"}
     inferencer:   direct | ppl | cot | multiturn
     desideratum:  accuracy (default) | calibration | in_context_learning |
                   instruction_following | robustness | hallucination |
-                  language_performance — picks the metric family (chef/scoring.py)
+                  language_performance — picks the metric family (chef/results.py)
     seed:         int (corruptions, shuffling, random in-context examples)
     variants:     list of {name, image: {corruption, severity}, text: {level, severity},
                   shuffle: true, verbalizer: <setting>, ice: {retriever, shots}};
@@ -27,12 +28,22 @@ Recipe keys (all optional except ``scenario``)::
 
 Each variant is one inference on the same document, so a desideratum's
 relative metric (RRM, RIAM, match ratio) is computed inside one task run.
+
+``group`` names the field whose value ties rows that are copies of one
+question (MMBench's CircularEval copies: the same question with its options
+rotated, ``index + k * 1_000_000``); with ``group_modulo`` the group is the
+field's integer value modulo it, as lmms-eval's ``mmbench_evals.py`` groups
+them. In-context retrieval never returns a row of the question's own group,
+and ``acc_circular`` (chef/results.py) scores a group 1 only when all its copies
+are right. Scenarios without ``group`` (ScienceQA, POPE, smoke) keep one group
+per row.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -58,9 +69,12 @@ INFERENCERS = ("direct", "ppl", "cot", "multiturn")
 LETTERS = "ABCDEFGHIJ"
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # lmms-lab-encoder/MMBench (what lmms-eval's mmbench_en_* load): options in columns A..E
+    # lmms-lab-encoder/MMBench (what lmms-eval's mmbench_en_* load): options in columns A..E;
+    # dev holds CircularEval copies at index + k * 1_000_000 (lmms-eval mmbench_evals.py
+    # groups them by index % 1e6; shared DATASET_SCHEMAS.md §5)
     "mmbench": {"question": "question", "hint": "hint", "options": ["A", "B", "C", "D", "E"],
-                "answer": "answer", "answer_type": "letter", "image": "image", "key": "index"},
+                "answer": "answer", "answer_type": "letter", "image": "image", "key": "index",
+                "group": "index", "group_modulo": 1_000_000},
     # lmms-lab-encoder/ScienceQA, ScienceQA-IMG: options a list, answer an index
     "scienceqa": {"question": "question", "hint": "hint", "options": "choices",
                   "answer": "answer", "answer_type": "index", "image": "image"},
@@ -97,6 +111,7 @@ class Item:
     hint: str
     options: tuple[str, ...]
     gold: int
+    group: str | None = None  # the circular group (copies of one question); None: the row alone
 
 
 def _missing(value: Any) -> bool:
@@ -115,6 +130,27 @@ def _scenario(recipe: Mapping[str, Any]) -> dict[str, Any]:
         if required not in spec:
             raise ValueError(f"scenario mapping needs a {required!r} field name, got {sorted(spec)}")
     return spec
+
+
+def _group_value(value: Any, spec: Mapping[str, Any]) -> str:
+    """The group of a row whose ``spec['group']`` field holds ``value``."""
+    field, modulo = spec["group"], spec.get("group_modulo")
+    if _missing(value):
+        raise ValueError(f"scenario group field {field!r} is missing or empty in a doc, got {value!r}")
+    if modulo is None:
+        return str(value)
+    if not isinstance(modulo, int) or isinstance(modulo, bool) or modulo < 1:
+        raise ValueError(f"scenario group_modulo must be a positive integer, got {modulo!r}")
+    # MMBench en's index is a string at card revision ac155b9, an int64 in cn (DATASET_SCHEMAS §5)
+    if isinstance(value, numbers.Integral):
+        number = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        number = int(value)
+    else:
+        raise ValueError(f"scenario group field {field!r} must hold an integer when group_modulo is set, got {value!r}")
+    return str(number % modulo)
 
 
 def normalize(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> Item:
@@ -150,7 +186,8 @@ def normalize(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> Item:
         key = str(doc[key_field])
     else:  # no id column (ScienceQA): the question and options identify the doc
         key = f"crc{zlib.crc32(json.dumps([question, options]).encode()):08x}"
-    return Item(key, question, "" if _missing(hint) else str(hint).strip(), tuple(options), gold)
+    group = _group_value(doc.get(spec["group"]), spec) if spec.get("group") else None
+    return Item(key, question, "" if _missing(hint) else str(hint).strip(), tuple(options), gold, group)
 
 
 def doc_image(doc: Mapping[str, Any], recipe: Mapping[str, Any]):
@@ -180,11 +217,24 @@ class _Pool:
         self.docs = docs
         self._text = None
         self._image = None
+        self._groups = None
 
     def text_features(self, recipe) -> np.ndarray:
         if self._text is None:
             self._text = _bow([_item_text(normalize(d, recipe)) for d in self.docs])
         return self._text
+
+    def groups(self, recipe) -> list[str] | None:
+        """Each row's circular group, or None when the scenario names no ``group``."""
+        spec = _scenario(recipe)
+        if not spec.get("group"):
+            return None
+        if self._groups is None:
+            field = spec["group"]
+            # a column read decodes no image (HF datasets); plain lists of dicts work too
+            values = self.docs[field] if hasattr(self.docs, "column_names") else [d.get(field) for d in self.docs]
+            self._groups = [_group_value(v, spec) for v in values]
+        return self._groups
 
     def image_features(self, recipe) -> np.ndarray:
         if self._image is None:
@@ -232,7 +282,11 @@ RETRIEVERS = ("random", "fixed", "topk_text", "topk_image")
 
 
 def retrieve(doc: Mapping[str, Any], recipe: Mapping[str, Any], retriever: str, shots: int, seed: int) -> list[int]:
-    """Row indices of ``shots`` in-context examples for ``doc`` from its pool (never itself)."""
+    """Row indices of ``shots`` in-context examples for ``doc`` from its pool.
+
+    Never the doc itself, nor (when the scenario names a ``group``) any row of its
+    circular group: a rotated copy of the question would hand the model its answer.
+    """
     if retriever not in RETRIEVERS:
         raise ValueError(f"ice retriever must be one of {RETRIEVERS}, got {retriever!r}")
     if not 1 <= int(shots) <= 8:
@@ -241,9 +295,15 @@ def retrieve(doc: Mapping[str, Any], recipe: Mapping[str, Any], retriever: str, 
     if pool_id not in _POOLS:
         raise ValueError("in-context examples need the task's process_docs: utils.process_docs (it registers the pool)")
     pool = _POOLS[pool_id]
-    others = [i for i in range(len(pool.docs)) if i != row]
+    groups = pool.groups(recipe)
+    if groups is None:
+        others = [i for i in range(len(pool.docs)) if i != row]
+    else:
+        own = normalize(doc, recipe).group
+        others = [i for i in range(len(pool.docs)) if i != row and groups[i] != own]
     if len(others) < shots:
-        raise ValueError(f"the pool has {len(others)} other documents, fewer than {shots} shots")
+        where = "other documents" if groups is None else "documents outside the question's own group"
+        raise ValueError(f"the pool has {len(others)} {where}, fewer than {shots} shots")
     if retriever == "fixed":
         return others[:shots]
     if retriever == "random":
@@ -356,8 +416,11 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
             "name": v["name"], "prompt": prompt, "options": continuations, "labels": labels,
             "option_texts": options, "gold": gold, "visuals": vis,
         })
+    # the chef model echoes "key" into its response and nothing else of the payload's
+    # identity, so the circular group travels inside it to process_results
+    key = item.key if item.group is None else {"doc": item.key, "group": item.group}
     return {
-        "chef": 1, "key": item.key, "inferencer": inferencer, "desideratum": desideratum,
+        "chef": 1, "key": key, "inferencer": inferencer, "desideratum": desideratum,
         "answer_prompt": instr["answer_prompt"], "judge_samples": int(recipe.get("judge_samples", 0)),
         "question": item.question, "gold_text": item.options[item.gold], "variants": out,
     }

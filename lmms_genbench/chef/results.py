@@ -10,7 +10,15 @@ every shipped YAML), and a new recipe needs no new Python.
 Names (``<v>`` is a variant name; the first variant is the reference):
 
 * ``acc``, ``acc_<v>``, ``acc_rand`` (mean 1/#options), ``n_docs``, ``n_failed``,
-  ``n_unmatched`` (Direct/CoT answers matching no option, counted wrong)
+  ``n_unmatched`` (Direct/CoT answers matching no option, counted wrong).
+  ``acc`` is **per copy**: every row counts once, so each rotated copy of an
+  MMBench question is a question of its own (ChEF's accuracy, and the base of
+  ``acc_rand``, RIAM, RRM and RR, whose chance level is per copy).
+* circular (scenarios with a ``group`` rule: the MMBench presets):
+  ``acc_circular`` = MMBench's CircularEval on the first variant (a group of
+  copies scores 1 only when all its answered copies are right; failed docs are
+  left out as for ``acc`` and counted by ``n_failed``), ``n_groups`` = the groups it
+  is over
 * calibration (first variant, needs PPL scores): ``ece`` (ChEF, 10 equal-mass
   bins), ``ece_equal_width`` (10 bins), ``bin<b>_acc``/``bin<b>_conf``/``bin<b>_n``
 * in-context learning: ``riam`` (acc_ICL = mean accuracy of the other
@@ -20,7 +28,8 @@ Names (``<v>`` is a variant name; the first variant is the reference):
 * robustness: ``rrm``, ``rr`` (acc_crp = mean accuracy of the other variants),
   ``rrm_<v>``, ``rr_<v>``
 * hallucination (option 0 = "Yes"): ``pope_accuracy``, ``pope_precision``,
-  ``pope_recall``, ``pope_f1``, ``pope_yes_ratio``
+  ``pope_recall``, ``pope_f1_score``, ``pope_yes_ratio`` (lmms-eval's own ``pope``
+  task's names)
 * language performance: ``judge_score`` (0–10, mean over docs of each doc's
   mean over judge samples), ``n_judged``, ``n_judge_failed``
 """
@@ -36,6 +45,7 @@ import numpy as np
 from lmms_genbench.metrics.functional.chef import (
     EqualWidthECE,
     PopeCounts,
+    circular_accuracy,
     ece_equal_mass,
     match_ratio,
     random_accuracy,
@@ -47,6 +57,9 @@ from lmms_genbench.metrics.functional.chef import (
 N_BINS = 10
 _BINS = [f"bin{b}_{k}" for b in range(N_BINS) for k in ("acc", "conf", "n")]
 _COUNTS = ["n_docs", "n_failed", "n_unmatched"]
+#: metric name -> PopeCounts.metrics() key; the names are lmms-eval 0.7.3's pope task's
+_POPE = {"pope_accuracy": "accuracy", "pope_precision": "precision", "pope_recall": "recall",
+         "pope_f1_score": "f1", "pope_yes_ratio": "yes_ratio"}
 #: desideratum -> (metric names, per-variant metric prefixes for the non-reference variants).
 #: A task's metric_list must name exactly these: lmms-eval 0.7.3 writes any emitted
 #: name it has no aggregation for into the results file as the raw per-doc list.
@@ -56,9 +69,11 @@ FAMILIES: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "in_context_learning": (["acc", "acc_rand", "riam", *_COUNTS], ("acc", "riam")),
     "instruction_following": (["acc", "acc_rand", "match_ratio", *_COUNTS], ("acc", "match_ratio")),
     "robustness": (["acc", "acc_rand", "rrm", "rr", *_COUNTS], ("acc", "rrm", "rr")),
-    "hallucination": (["pope_accuracy", "pope_precision", "pope_recall", "pope_f1", "pope_yes_ratio", *_COUNTS], ()),
+    "hallucination": ([*_POPE, *_COUNTS], ()),
     "language_performance": (["acc", "acc_rand", "judge_score", "n_judged", "n_judge_failed", *_COUNTS], ()),
 }
+#: added to a family that reports ``acc`` when the scenario has circular groups
+CIRCULAR = ["acc_circular", "n_groups"]
 _PER_VARIANT = ("acc", "riam", "match_ratio", "rrm", "rr")
 
 
@@ -78,15 +93,19 @@ def record(response: str) -> dict[str, Any]:
         for v in data["variants"]
     ]
     judge = data.get("judge") or {}
+    key = data.get("key")  # recipe.render puts a grouped doc's circular group inside its key
     return {"failed": False, "desideratum": data.get("desideratum", "accuracy"), "variants": variants,
-            "judge": judge.get("scores"), "judge_failed": int(judge.get("failed", 0))}
+            "judge": judge.get("scores"), "judge_failed": int(judge.get("failed", 0)),
+            "group": key.get("group") if isinstance(key, dict) else None}
 
 
 def metric_names(rec: dict[str, Any], variant_names: list[str] | None = None) -> list[str]:
-    """The metric names a record feeds: its desideratum's family (see :data:`FAMILIES`)."""
+    """The metric names a record feeds: its desideratum's family (see :data:`FAMILIES`),
+    plus :data:`CIRCULAR` when the record has a circular group and the family reports ``acc``."""
     fixed, per_variant = FAMILIES[rec.get("desideratum") or "accuracy"]
     names = variant_names if variant_names is not None else [v["name"] for v in rec.get("variants") or []]
-    return [*fixed, *(f"{m}_{n}" for m in per_variant for n in names[1:])]
+    circular = CIRCULAR if rec.get("group") is not None and "acc" in fixed else []
+    return [*fixed, *circular, *(f"{m}_{n}" for m in per_variant for n in names[1:])]
 
 
 def process_results(doc, results):
@@ -97,8 +116,12 @@ def process_results(doc, results):
     return {name: (name, rec) for name in metric_names(rec, rec.get("variant_names"))}
 
 
+def _correct(recs, idx: int) -> list[float]:
+    return [float(r["variants"][idx]["pred"] == r["variants"][idx]["gold"]) for r in recs]
+
+
 def _acc(recs, idx: int) -> float:
-    vals = [float(r["variants"][idx]["pred"] == r["variants"][idx]["gold"]) for r in recs]
+    vals = _correct(recs, idx)
     return float(np.mean(vals)) if vals else float("nan")
 
 
@@ -125,6 +148,10 @@ def aggregate(items) -> float:
         return float(sum(v["pred"] < 0 for r in ok for v in r["variants"]))
     if name == "acc":
         return _acc(ok, 0)
+    if name == "acc_circular":
+        return circular_accuracy([r.get("group") for r in ok], _correct(ok, 0))
+    if name == "n_groups":
+        return float(len({r.get("group") for r in ok}))
     if name == "acc_rand":
         return random_accuracy([r["variants"][0]["n"] for r in ok])
     acc_rand = random_accuracy([r["variants"][0]["n"] for r in ok])
@@ -153,13 +180,12 @@ def aggregate(items) -> float:
     if name == "match_ratio":
         return _mean([match_ratio([r["variants"][i]["pred"] for r in ok], [r["variants"][0]["pred"] for r in ok])
                       for i in others])
-    if name.startswith("pope_"):
+    if name in _POPE:
         counts = PopeCounts()
         for r in ok:
             v = r["variants"][0]
             counts.add(v["pred"] == 0, v["gold"] == 0)
-        key = name[len("pope_"):]
-        return counts.metrics()[key]
+        return counts.metrics()[_POPE[name]]
     if name == "judge_score":
         return _mean([_mean(r["judge"]) for r in ok if r["judge"]])
     if name == "n_judged":

@@ -24,13 +24,16 @@ Formulas (paper numbering) and where ChEF's code differs (REFERENCE_NOTES):
   the paper says "outputs matched with the outputs indicated by the verbalizer").
 * POPE: accuracy, precision, recall, F1 with "yes" as the positive class, and
   the share of "yes" answers.
+* Circular accuracy (MMBench's CircularEval, as lmms-eval's ``mmbench_evals.py``):
+  copies of one question (options rotated) form a group that scores 1 only when
+  every copy is right; the mean over groups. See :func:`circular_accuracy`.
 * Normalised 0–100 desideratum scores (Fig. 5): see :func:`desideratum_score`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,6 +42,7 @@ __all__ = [
     "DESIDERATA",
     "EqualWidthECE",
     "PopeCounts",
+    "circular_accuracy",
     "desideratum_score",
     "ece_equal_mass",
     "match_ratio",
@@ -161,6 +165,20 @@ def random_accuracy(n_options: Iterable[int]) -> float:
     if np.any(ks < 1):
         raise ValueError("every question needs at least one option")
     return float(np.mean(1.0 / ks))
+
+
+def circular_accuracy(groups: Sequence[Hashable], correct: Sequence[bool]) -> float:
+    """Share of groups whose every member is correct (MMBench CircularEval). NaN for none.
+
+    lmms-eval scores only groups whose main row (index < 1e6) is present; here every
+    group that has a member counts, which is the same on a full split.
+    """
+    if len(groups) != len(correct):
+        raise ValueError(f"need one group per answer, got {len(groups)} groups and {len(correct)} answers")
+    right: dict[Hashable, bool] = {}
+    for g, c in zip(groups, correct):
+        right[g] = right.get(g, True) and bool(c)
+    return float(np.mean(list(right.values()))) if right else float("nan")
 
 
 def _ratio(num: float, den: float) -> float:
