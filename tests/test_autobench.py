@@ -32,9 +32,11 @@ from lmms_genbench.autobench.parse import (
     parse_yes_no,
 )
 from lmms_genbench.metrics.functional.autobench import (
+    EXTRACTION_RULES,
     AccuracyStats,
     deviation_rate,
     extract_choice,
+    extract_choice_by_rule,
     score_record,
 )
 
@@ -115,6 +117,39 @@ def test_letter_order_depends_on_seed_and_move_answer_keeps_options():
 ])
 def test_extract_choice(text, letter):
     assert extract_choice(text) == letter
+
+
+@pytest.mark.parametrize("text,letter,rule", [
+    ("[[B]]", "B", "strict"), ("The answer is [[C]]. The cat is left.", "C", "strict"),
+    ("[[A]] ... so [[ a ]]", "A", "strict"),  # the authors' exact match reads A too
+    ("[[ b ]]", "B", "bracket_variant"), ("[[D. under the ball]] because", "D", "bracket_variant"),
+    ("[[c]]", "C", "bracket_variant"), ("[C] since", "C", "single_bracket"),
+    ("B", "B", "bare_letter"), ("  (a) ", "A", "bare_letter"), ("d.", "D", "bare_letter"),
+    ("A. left of the ball", "A", "option_label"), ("Answer: D", "D", "answer_is"),
+    ("I think the answer is B", "B", "answer_is"),
+    ("[[A]] or maybe [[B]]", None, None), ("", None, None), (None, None, None), ("It is unclear", None, None),
+])
+def test_extract_choice_names_the_rule_that_read_the_answer(text, letter, rule):
+    assert extract_choice_by_rule(text) == (letter, rule)
+    assert extract_choice(text) == letter
+    assert rule is None or rule in EXTRACTION_RULES
+
+
+def test_accuracy_stats_count_answers_per_extraction_rule():
+    recs = [score_record("[[A]]", "A", "easy", "x", "cap"), score_record("[[ a ]]", "A", "easy", "x", "cap"),
+            score_record("[[B]]", "A", "hard", "x", "cap"), score_record("Answer: C", "C", "hard", "y", "cap"),
+            score_record("blah", "C", "hard", "y", "cap")]
+    assert [r["rule"] for r in recs] == ["strict", "bracket_variant", "strict", "answer_is", ""]
+    s = AccuracyStats.of(recs)
+    assert s.by_rule == {"strict": 2, "bracket_variant": 1, "single_bracket": 0, "bare_letter": 0,
+                         "option_label": 0, "answer_is": 1}
+    assert sum(s.by_rule.values()) + s.unparsed == s.n
+    assert s.acc() == pytest.approx(3 / 5) and s.acc_strict() == pytest.approx(1 / 5)
+    merged = AccuracyStats.of(recs[:2]).merge(AccuracyStats.of(recs[2:]))
+    assert merged.by_rule == s.by_rule and merged.acc_strict() == s.acc_strict()
+    assert math.isnan(AccuracyStats().acc_strict())
+    with pytest.raises(ValueError, match="record rule must be one of"):
+        AccuracyStats().add({**recs[0], "rule": "lenient"})
 
 
 def test_accuracy_stats_count_unparsed_as_wrong_and_merge():
@@ -345,6 +380,10 @@ def test_task_hooks_need_the_dataset_variable_and_move_answers(tmp_path, monkeyp
     rec = utils.process_results(docs[0], [f"[[{docs[0]['answer']}]]"])
     assert set(rec) == {m["metric"] for m in load_yaml_config(str(TASKS / "_autobench_base.yaml"), mode="simple")["metric_list"]}
     assert utils.aggregate([rec["acc"]]) == 1.0 and utils.aggregate([rec["n_unparsed"]]) == 0
+    assert utils.aggregate([rec["n_rule_strict"]]) == 1 and utils.aggregate([rec["acc_strict"]]) == 1.0
+    loose = utils.process_results(docs[0], [f"Answer: {docs[0]['answer']}"])
+    assert utils.aggregate([loose["n_rule_answer_is"]]) == 1 and utils.aggregate([loose["n_rule_strict"]]) == 0
+    assert utils.aggregate([loose["acc"]]) == 1.0 and utils.aggregate([loose["acc_strict"]]) == 0.0
 
 
 def test_cli_build_writes_dataset_and_manifest(tmp_path, monkeypatch, capsys):

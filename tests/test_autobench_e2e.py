@@ -9,6 +9,7 @@ the results files."""
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ def test_built_benchmark_runs_through_lmms_eval_with_position_variants(built, tm
                 tmp_path, "lmms_eval.log", AUTOBENCH_DATASET=str(built))
     assert proc.returncode == 0, proc.stderr[-3000:]
     path, results = _results(out)
-    from lmms_genbench.metrics.functional.autobench import extract_choice
+    from lmms_genbench.metrics.functional.autobench import EXTRACTION_RULES, extract_choice, extract_choice_by_rule
 
     for task, letters in (("autobench", None), ("autobench_posA", {"A"}), ("autobench_posD", {"D"})):
         r = results["results"][task]
@@ -93,6 +94,9 @@ def test_built_benchmark_runs_through_lmms_eval_with_position_variants(built, tm
         unparsed = sum(extract_choice(x) is None for x in resps)
         correct = sum(extract_choice(x) == s["target"] for x, s in zip(resps, samples))
         assert r["n_unparsed,none"] == unparsed
+        # every answer is counted under the one extraction rule that read it
+        rules = Counter(extract_choice_by_rule(x)[1] for x in resps)
+        assert {rule: r[f"n_rule_{rule},none"] for rule in EXTRACTION_RULES} == {x: rules[x] for x in EXTRACTION_RULES}
         assert r["acc,none"] == pytest.approx(correct / 4)
         assert 0.0 <= r["acc_easy,none"] <= 1.0 and 0.0 <= r["acc_hard,none"] <= 1.0
         b = r["breakdown,none"]

@@ -19,6 +19,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from lmms_genbench.metrics.functional.geneval import (
     COLORS,
+    DEFAULT_RULES,
+    RULE_PRESETS,
     TAGS,
     Detection,
     GenEvalResult,
@@ -27,6 +29,7 @@ from lmms_genbench.metrics.functional.geneval import (
     box_iou,
     evaluate_detections,
     relative_position,
+    rules_preset,
     select_detections,
     validate_metadata,
 )
@@ -38,7 +41,11 @@ from lmms_genbench.metrics.networks.detection import (
     evaluate_image,
 )
 
+from .owlv2_scores import PASS_UNDER_GENEVAL, REALISTIC
+
 SIZE = (512, 512)
+# the rule tests below check GenEval's own rules, thresholds included (0.3, counting 0.9)
+GENEVAL = RULE_PRESETS["geneval"]
 
 
 def D(box, score=0.8, color=None):
@@ -46,6 +53,7 @@ def D(box, score=0.8, color=None):
 
 
 def judge(meta, dets, **kw):
+    kw.setdefault("rules", GENEVAL)
     return evaluate_detections(meta, dets, image_size=kw.pop("image_size", SIZE), **kw)
 
 
@@ -114,8 +122,35 @@ def test_counting_uses_threshold_09():
     # ... but one cat for counting (0.5 <= 0.9)
     res = judge(counting("cat", 2), dets)
     assert not res.correct and res.reason == "expected cat >= 2, found 1"
-    assert GenEvalRules().confidence_threshold("counting") == 0.9
-    assert GenEvalRules().confidence_threshold("position") == 0.3
+    assert GENEVAL.confidence_threshold("counting") == 0.9
+    assert GENEVAL.confidence_threshold("position") == 0.3
+
+
+def test_the_default_rules_are_owlv2s_0_1_for_every_tag():
+    """The default everywhere is the Semantic Drift authors' OWLv2 threshold (0.1, counting
+    included); GenEval's 0.3 / 0.9 stay a named rule set."""
+    assert DEFAULT_RULES == "owlv2" and rules_preset("owlv2") == GenEvalRules()
+    assert all(GenEvalRules().confidence_threshold(t) == 0.1 for t in TAGS)
+    assert rules_preset("geneval") == GenEvalRules(threshold=0.3, counting_threshold=0.9)
+    # only the thresholds differ between the two rule sets
+    assert RULE_PRESETS["owlv2"].max_objects == GENEVAL.max_objects == 16
+    assert RULE_PRESETS["owlv2"].position_threshold == GENEVAL.position_threshold == 0.1
+    dets = {"cat": [D((0, 0, 9, 9), 0.12)]}
+    assert evaluate_detections(single(), dets, image_size=SIZE).correct  # None = the default
+    assert not evaluate_detections(
+        single(), {"cat": [D((0, 0, 9, 9), 0.1)]}, image_size=SIZE
+    ).correct  # strictly above, as transformers' post-processing the authors used
+    with pytest.raises(ValueError, match=r"rules must be one of \['geneval', 'owlv2'\], got 'mask2former'"):
+        rules_preset("mask2former")
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_realistic_owlv2_scores_pass_the_default_rules_not_genevals(tag):
+    meta, dets = REALISTIC[tag]
+    assert meta["tag"] == tag
+    assert evaluate_detections(meta, dets, image_size=SIZE).correct, tag
+    under_geneval = judge(meta, dets)  # GenEval's thresholds
+    assert under_geneval.correct == (tag in PASS_UNDER_GENEVAL), under_geneval.reason
 
 
 def test_counting_exact_versus_one_too_many():

@@ -120,7 +120,8 @@ def test_cli_smoke_run_reports_gc_and_fid(smoke_run):
         assert -1.0 <= metrics[f"s@{t}"] <= 1.0
     # GC@3 = sum t*s(t) / 6 holds per category, so it sits between min and max s(t)
     assert math.isfinite(metrics["gc_fid@3"]) and metrics["gc_fid@3"] >= 0
-    assert metrics["gc_fid@3_n_min"] == 1  # matplotlib has one photo: its FID is NaN, its n shown
+    # matplotlib has one photo: its FID is NaN and left out of the mean and of n_min, and named
+    assert metrics["gc_fid@3_n_min"] == 2 and metrics["gc_fid@3_n_excluded"] == 1
     # the per-category breakdown, with the sample size behind every FID, sits beside the chains
     report = json.loads(next((tmp_path / "art").rglob("mmeception_smoke-*/report.json")).read_text())
     cats = report["categories"]
@@ -128,6 +129,7 @@ def test_cli_smoke_run_reports_gc_and_fid(smoke_run):
     assert cats["scikit-learn"]["fid_n"] == 2
     assert math.isnan(cats["matplotlib"]["gc_fid@3"]) and cats["matplotlib"]["fid_n"] == 1
     assert report["summary"]["gc@3"] == pytest.approx(metrics["gc@3"])
+    assert report["summary"]["gc_fid@3_excluded"] == ["matplotlib"]
     # the terminal table shows the score
     assert "gc@3" in proc.stdout
     samples = _samples(out, "mmeception_smoke")

@@ -47,6 +47,7 @@ from lmms_genbench.metrics import (
     tiny_clip,
     tiny_vit,
 )
+from lmms_genbench.metrics.networks.encoders import CenterCropPreprocessor
 
 # --------------------------------------------------------------------------- GC@T
 
@@ -331,6 +332,43 @@ def photos():
     }
 
 
+def _random_arrays(shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, size=shape + (3,), dtype=np.uint8) for shape in shapes]
+
+
+def _package_photos():
+    """Photos that ship with scikit-image: square 512 x 512, 451 x 300 and 600 x 400."""
+    from PIL import Image
+    from skimage import data
+
+    return [Image.fromarray(f()) for f in (data.astronaut, data.chelsea, data.coffee)]
+
+
+def _torchvision_dino():
+    """The Semantic Drift authors' DINO transform (semantic-drift/mcd-sdr.py, DINOWrapper)."""
+    from torchvision import transforms
+
+    return transforms.Compose([
+        transforms.Resize(256),
+        transforms.CenterCrop(224),
+        transforms.ToTensor(),
+        transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]),
+    ])
+
+
+def _tiny_vit_224():
+    """A one-layer, 32-wide ViT over DINO's 224 x 224 input (patch 16), seeded."""
+    import torch
+    from transformers import ViTConfig, ViTModel
+
+    config = ViTConfig(image_size=224, patch_size=16, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, intermediate_size=37)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return ViTModel(config, add_pooling_layer=False).eval()
+
+
 def _random_images(n, seed=0, size=(40, 48)):
     from PIL import Image
 
@@ -553,7 +591,7 @@ class TestViT:
         )
         assert torch.equal(pa, pb) and not torch.equal(pa, pc)
 
-    def test_dino_is_the_same_readout(self, tiny_vit_parts):
+    def test_dino_is_the_same_readout_given_the_same_processor(self, tiny_vit_parts):
         import torch
 
         images = _random_images(2, seed=3)
@@ -561,6 +599,44 @@ class TestViT:
             DINOEncoder(*tiny_vit_parts).encode(images),
             ViTCLSEncoder(*tiny_vit_parts).encode(images),
         )
+
+    def test_dino_preprocessing_equals_torchvisions_composition(self):
+        """The Semantic Drift authors' DINO transform (Resize(256), CenterCrop(224),
+        ToTensor(), Normalize(ImageNet)) bit for bit, on package photos of three shapes and
+        on sizes whose crop offsets end in .5 (82.5, 83.5, 16.5: torchvision rounds half to even)."""
+        import torch
+        from PIL import Image
+
+        reference = _torchvision_dino()
+        odd = [Image.fromarray(a) for a in _random_arrays([(300, 457), (459, 300), (224, 225)])]
+        images = _package_photos() + odd + [odd[0].convert("RGBA"), odd[1].convert("L")]
+        ours = CenterCropPreprocessor()(images=images, return_tensors="pt")["pixel_values"]
+        assert ours.shape == (len(images), 3, 224, 224) and ours.dtype == torch.float32
+        for i, image in enumerate(images):
+            assert torch.equal(ours[i], reference(image.convert("RGB"))), (i, image.size)
+
+    def test_dino_encoder_defaults_to_the_authors_transform(self):
+        import torch
+
+        model = _tiny_vit_224()
+        images = _package_photos()
+        enc = DINOEncoder(model)  # no processor: the authors' transform, not the checkpoint's
+        assert isinstance(enc.processor, CenterCropPreprocessor)
+        with torch.no_grad():
+            out = model(pixel_values=torch.stack([_torchvision_dino()(im) for im in images]))
+        torch.testing.assert_close(enc.encode(images), out.last_hidden_state[:, 0], rtol=0, atol=1e-5)
+        with pytest.raises(ValueError, match="processor is required"):
+            ViTCLSEncoder(model)  # the plain ViT has no default processor for an instance
+
+    def test_center_crop_preprocessor_arguments(self):
+        with pytest.raises(ValueError, match="crop must be at most resize \\(256\\), got 300"):
+            CenterCropPreprocessor(crop=300)
+        with pytest.raises(ValueError, match="resize must be a positive integer \\(pixels\\), got 0"):
+            CenterCropPreprocessor(resize=0)
+        with pytest.raises(ValueError, match="std must be three positive numbers"):
+            CenterCropPreprocessor(std=(0.2, 0.0, 0.2))
+        with pytest.raises(ValueError, match="return_tensors must be 'pt', got 'np'"):
+            CenterCropPreprocessor()(images=[], return_tensors="np")
 
     def test_argument_errors(self, tiny_vit_parts):
         model, processor = tiny_vit_parts
@@ -850,9 +926,20 @@ class TestFromPretrained:
         loaded = ViTCLSEncoder(str(tmp_path))
         torch.testing.assert_close(loaded.encode(images), expected, rtol=0, atol=1e-6)
         assert loaded.name == str(tmp_path)
+
+    def test_dino_from_folder_reads_the_authors_pixels(self, tmp_path):
+        """A DINO checkpoint by name gets the Semantic Drift authors' transform, not the
+        checkpoint's own processor (none is saved here: it is not read)."""
+        import torch
+
+        model = _tiny_vit_224()
+        model.save_pretrained(tmp_path)
+        images = _package_photos()
         dino = build_image_encoder(f"dino:{tmp_path}")
-        assert isinstance(dino, DINOEncoder)
-        torch.testing.assert_close(dino.encode(images), expected, rtol=0, atol=1e-6)
+        assert isinstance(dino, DINOEncoder) and isinstance(dino.processor, CenterCropPreprocessor)
+        with torch.no_grad():
+            expected = model(pixel_values=torch.stack([_torchvision_dino()(im) for im in images]))
+        torch.testing.assert_close(dino.encode(images), expected.last_hidden_state[:, 0], rtol=0, atol=1e-5)
 
     def test_clip_from_folder(self, tiny_clip_parts, tmp_path):
         import torch

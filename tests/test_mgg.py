@@ -13,6 +13,7 @@ from lmms_genbench.metrics.scorers import mgg
 from lmms_genbench.metrics.scorers.base import MetricItem
 
 from .chains import record, write_chain
+from .owlv2_scores import PASS_UNDER_GENEVAL, REALISTIC, SIZE, ScriptedColors, ScriptedDetector
 
 
 class RedMeansFound:
@@ -110,9 +111,58 @@ def test_aggregate_scores_once_and_writes_the_report(tmp_path, monkeypatch):
     assert written["mgg"] == 0.5 and written["counts"]
 
 
+def _realistic_records(tmp_path, scorer):
+    """One text-first chain of 4 generations per REALISTIC entry (drawings at 1 and 3)."""
+    blank = Image.new("RGB", SIZE, (128, 128, 128))
+    records = []
+    for tag, (meta, _dets) in REALISTIC.items():
+        chain = write_chain(tmp_path, f"geneval/{tag}", "text_first", ["p", blank, "t", blank, "t"], scorer=scorer)
+        records.append(record(mgg.MGG, chain, metadata=json.dumps(meta)))
+    return records
+
+
+def test_realistic_owlv2_scores_pass_under_the_default_rules_and_fail_under_genevals(tmp_path, monkeypatch):
+    """Detections at 0.2-0.7 (tests/owlv2_scores.py), rules picked by the task's scorer
+    settings: the default passes every tag; GenEval's fails counting, colour and position."""
+    from lmms_genbench.metrics.networks import detection
+
+    monkeypatch.delenv(mgg.ENV_RULES, raising=False)
+    monkeypatch.setattr(detection, "get_detector", lambda spec, **kw: ScriptedDetector())
+    monkeypatch.setattr(detection, "get_color_classifier", lambda spec, **kw: ScriptedColors())
+    default = mgg.MGG.report(_realistic_records(tmp_path / "a", {"preset": "smoke"}))
+    geneval = mgg.MGG.report(_realistic_records(tmp_path / "b", {"preset": "smoke", "rules": "geneval"}))
+    assert default["rules"] == {**default["rules"], "name": "owlv2", "threshold": 0.1, "counting_threshold": 0.1}
+    assert geneval["rules"] == {**geneval["rules"], "name": "geneval", "threshold": 0.3, "counting_threshold": 0.9}
+    for report in (default, geneval):
+        assert report["n_scored"] == 6 and report["n_images"] == 12 and report["n_failed"] == 0
+    for tag in REALISTIC:
+        assert default[f"mgg_{tag}"] == 1.0, tag
+        assert geneval[f"mgg_{tag}"] == (1.0 if tag in PASS_UNDER_GENEVAL else 0.0), tag
+    assert default["mgg"] == 1.0 and default["geneval@1"] == default["geneval@3"] == 1.0
+    assert geneval["mgg"] == pytest.approx(2 / 6) and geneval["geneval@3"] == pytest.approx(2 / 6)
+
+
+def test_rules_from_task_and_environment(monkeypatch):
+    monkeypatch.delenv(mgg.ENV_RULES, raising=False)
+    assert mgg.MGG.resolve({}).rules == "owlv2" == mgg.MGG.resolve({"preset": "smoke"}).rules
+    assert mgg.MGG.resolve({"preset": "smoke", "rules": "geneval"}).geneval_rules.counting_threshold == 0.9
+    monkeypatch.setenv(mgg.ENV_RULES, "owlv2")
+    assert mgg.MGG.resolve({"rules": "geneval"}).rules == "owlv2"  # the environment wins
+    monkeypatch.setenv(mgg.ENV_RULES, "mask2former")
+    with pytest.raises(ValueError, match=r"rules \(generation_kwargs.scorer.rules or LMMS_GENBENCH_MGG_RULES\) "
+                                         r"must be one of \['geneval', 'owlv2'\], got 'mask2former'"):
+        mgg.MGG.resolve({})
+
+
 def test_scorer_settings_from_task_and_environment(monkeypatch):
     monkeypatch.delenv(mgg.ENV_DETECTOR, raising=False)
     assert mgg.MGG.resolve({}).detector == "google/owlv2-large-patch14-ensemble"
+    # one default detector name: the rules module's, the networks' and the scorer's
+    from lmms_genbench.metrics.functional.geneval import DEFAULT_DETECTOR
+    from lmms_genbench.metrics.networks import detection
+
+    assert DEFAULT_DETECTOR == mgg.MGG.PRESETS["paper"]["detector"] == "google/owlv2-large-patch14-ensemble"
+    assert detection.build_detector.__defaults__[0] == DEFAULT_DETECTOR
     monkeypatch.setenv(mgg.ENV_DETECTOR, "my/owl")
     assert mgg.MGG.resolve({"preset": "smoke"}).detector == "my/owl"
     with pytest.raises(ValueError, match="detector must be a non-empty"):

@@ -82,23 +82,35 @@ def test_scores_on_hand_worked_chains(tmp_path, monkeypatch):
     assert "gc_fid@3" not in report  # FID off
 
 
-def test_gc_fid_reports_sample_size_and_nan_below_two(tmp_path, monkeypatch):
+def test_gc_fid_one_rule_for_small_samples_in_the_mean_and_n_min(tmp_path, monkeypatch):
+    """A category with fewer than 2 scored images (one photo; one whose only chain failed) is
+    left out of gc_fid@3, of its group mean and of gc_fid@3_n_min alike, and named."""
     import lmms_genbench.metrics.networks.encoders as encoders
 
     monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
     rng = np.random.default_rng(0)
     records = []
-    for k in range(3):
-        colours = [tuple(int(c) for c in rng.integers(0, 255, 3)) for _ in range(4)]
-        records.append(_chain(tmp_path, "many", f"x{k}", colours))
+    for category, n in (("many", 3), ("few", 2)):
+        for k in range(n):
+            colours = [tuple(int(c) for c in rng.integers(0, 255, 3)) for _ in range(4)]
+            records.append(_chain(tmp_path, category, f"{category}{k}", colours))
     records.append(_chain(tmp_path, "one", "solo", [(1, 2, 3)] * 4))
-    report = GENCEPTION.score(records, GenCeptionSettings("mean-colour", "fid-helper", "cpu", 8), length=6)
-    assert report["gc_fid@3_many_n"] == 3 and report["gc_fid@3_one_n"] == 1
+    records.append(_chain(tmp_path, "none", "broken", [(1, 2, 3)] * 2, status="failed"))
+    groups = _groups({"all": ["many", "few", "one", "none"]})
+    report = GENCEPTION.score(records, GenCeptionSettings("mean-colour", "fid-helper", "cpu", 8, groups), length=6)
+    assert report["gc_fid@3_many_n"] == 3 and report["gc_fid@3_few_n"] == 2 and report["gc_fid@3_one_n"] == 1
     assert math.isfinite(report["gc_fid@3_many"]) and math.isnan(report["gc_fid@3_one"])
     fids = [report[f"fid@{t}_many"] for t in (1, 2, 3)]
     assert report["gc_fid@3_many"] == pytest.approx((fids[0] + 2 * fids[1] + 3 * fids[2]) / 6)
-    assert report["gc_fid@3"] == pytest.approx(report["gc_fid@3_many"])  # NaN categories are left out
-    assert report["gc_fid@3_n_min"] == 1
+    mean = (report["gc_fid@3_many"] + report["gc_fid@3_few"]) / 2
+    assert report["gc_fid@3"] == pytest.approx(mean) and report["gc_fid@3_all"] == pytest.approx(mean)
+    assert report["gc_fid@3_n_min"] == 2  # of the categories in the mean: "one" (1 image) is not
+    assert report["gc_fid@3_excluded"] == ["none", "one"] and report["gc_fid@3_n_excluded"] == 2
+    summary = GENCEPTION.payload(report)["summary"]
+    assert summary["gc_fid@3_excluded"] == ["none", "one"] and summary["gc_fid@3_n_excluded"] == 2
+    # with no category large enough there is no mean, and no sample behind it
+    alone = GENCEPTION.score(records[-2:], GenCeptionSettings("mean-colour", "fid-helper", "cpu", 8), length=6)
+    assert math.isnan(alone["gc_fid@3"]) and alone["gc_fid@3_n_min"] == 0 and alone["gc_fid@3_n_excluded"] == 2
 
 
 def test_a_response_that_is_not_a_chain_stops_with_the_model_to_use():

@@ -3,6 +3,11 @@
 :func:`extract_choice` reads the letter of the paper's answer template
 (Figure 26) and the usual variants; an answer it cannot read is wrong and
 counted. :class:`AccuracyStats` keeps only counts, so it streams and merges.
+
+The authors' code reads only ``[[X]]`` by exact match (REFERENCE_NOTES). The fallbacks
+here read answers a describer formats otherwise, so every record says which rule read it
+(:data:`EXTRACTION_RULES`, first to last; ``"strict"`` is the authors' exact ``[[X]]``)
+and :class:`AccuracyStats` counts them, with the accuracy the strict rule alone gives.
 """
 
 from __future__ import annotations
@@ -19,48 +24,73 @@ _SINGLE = re.compile(r"(?<!\[)\[\s*([A-Da-d])\s*\](?!\])")
 _BARE = re.compile(r"^\W*([A-Da-d])\W*$")
 _LEADING = re.compile(r"^\s*\(?([A-D])[.):]\s")
 _ANSWER_IS = re.compile(r"\b(?i:answer)\s*(?:is|:)\s*\(?([A-D])\b(?![a-z])")
+# the paper's template exactly: an upper-case letter between double brackets, nothing else
+_STRICT = re.compile(r"\[\[([A-D])\]\]")
+
+#: the rules that read a letter, in the order they are tried (see :func:`extract_choice_by_rule`)
+EXTRACTION_RULES = ("strict", "bracket_variant", "single_bracket", "bare_letter", "option_label", "answer_is")
+
+
+def extract_choice_by_rule(text: str | None) -> tuple[str | None, str | None]:
+    """``(letter, rule)``: the chosen letter A-D and the name of the rule in
+    :data:`EXTRACTION_RULES` that read it, or ``(None, None)`` when the response names
+    none unambiguously.
+
+    Rules, first to last: ``strict``, the paper's ``[[B]]`` exactly; ``bracket_variant``,
+    double brackets otherwise (any case, inner spaces, ``[[B. text]]``); ``single_bracket``,
+    ``[B]``; ``bare_letter``, a letter as the only content (``B``, ``(b)``, ``B.``);
+    ``option_label``, a leading ``B.``/``B)``; ``answer_is``, "answer is B" / "Answer: B".
+    Two different bracketed letters are ambiguous -> ``(None, None)``.
+    """
+    if not text:
+        return None, None
+    t = str(text).strip()
+    found, rule = _BRACKETED.findall(t), "bracket_variant"
+    if not found:
+        found, rule = _SINGLE.findall(t), "single_bracket"
+    if found:
+        letters = {x.upper() for x in found}
+        if len(letters) != 1:
+            return None, None
+        letter = letters.pop()
+        # strict: the authors' exact match reads the same letter (one [[B]] suffices)
+        return letter, "strict" if letter in _STRICT.findall(t) else rule
+    for rule, rx in (("bare_letter", _BARE), ("option_label", _LEADING), ("answer_is", _ANSWER_IS)):
+        m = rx.search(t)
+        if m:
+            return m.group(1).upper(), rule
+    return None, None
 
 
 def extract_choice(text: str | None) -> str | None:
-    """The chosen letter A-D, or None when the response names none unambiguously.
-
-    Accepted: ``[[B]]`` anywhere (any case, inner spaces, ``[[B]].`` in prose,
-    ``[[B. text]]``); ``[B]``; a bare letter as the only content (``B``,
-    ``(b)``, ``B.``); a leading ``B.``/``B)`` option label; "answer is B".
-    Two different bracketed letters are ambiguous -> None.
-    """
-    if not text:
-        return None
-    t = str(text).strip()
-    found = _BRACKETED.findall(t)
-    if not found:
-        found = _SINGLE.findall(t)
-    if found:
-        letters = {x.upper() for x in found}
-        return letters.pop() if len(letters) == 1 else None
-    for rx in (_BARE, _LEADING, _ANSWER_IS):
-        m = rx.search(t)
-        if m:
-            return m.group(1).upper()
-    return None
+    """The chosen letter A-D, or None when the response names none unambiguously
+    (the rules of :func:`extract_choice_by_rule`)."""
+    return extract_choice_by_rule(text)[0]
 
 
 def score_record(response: str | None, answer: str, level: str, aspect: str, capability: str) -> dict:
     """The small per-doc record the task keeps (everything aggregation needs)."""
-    pred = extract_choice(response)
+    pred, rule = extract_choice_by_rule(response)
     return {"correct": int(pred == answer), "parsed": int(pred is not None), "pred": pred or "",
-            "answer": answer, "level": level, "aspect": aspect, "capability": capability}
+            "rule": rule or "", "answer": answer, "level": level, "aspect": aspect, "capability": capability}
 
 
 class AccuracyStats:
-    """Counts of correct / total per key; mergeable."""
+    """Counts of correct / total per key, and of answers per extraction rule; mergeable.
+
+    ``by_rule[rule]`` counts the answers each rule of :data:`EXTRACTION_RULES` read and
+    ``correct_strict`` the correct ones read by ``strict``, so :meth:`acc_strict` is the
+    accuracy of the authors' exact ``[[X]]`` extraction.
+    """
 
     def __init__(self) -> None:
         self.n = 0
         self.correct = 0
         self.unparsed = 0
+        self.correct_strict = 0
         self.by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.pred_letters: dict[str, int] = {x: 0 for x in LETTERS}
+        self.by_rule: dict[str, int] = {r: 0 for r in EXTRACTION_RULES}
 
     def add(self, rec: Mapping) -> None:
         c = int(rec["correct"])
@@ -69,6 +99,12 @@ class AccuracyStats:
         self.unparsed += 1 - int(rec["parsed"])
         if rec.get("pred"):
             self.pred_letters[rec["pred"]] += 1
+        rule = rec.get("rule")
+        if rule:
+            if rule not in self.by_rule:
+                raise ValueError(f"record rule must be one of {EXTRACTION_RULES} or empty, got {rule!r}")
+            self.by_rule[rule] += 1
+            self.correct_strict += c if rule == "strict" else 0
         for key in (f"level:{rec['level']}", f"aspect:{rec['aspect']}", f"capability:{rec['capability']}"):
             self.by[key][0] += c
             self.by[key][1] += 1
@@ -77,6 +113,9 @@ class AccuracyStats:
         self.n += other.n
         self.correct += other.correct
         self.unparsed += other.unparsed
+        self.correct_strict += other.correct_strict
+        for rule, n in other.by_rule.items():
+            self.by_rule[rule] += n
         for k, (c, n) in other.by.items():
             self.by[k][0] += c
             self.by[k][1] += n
@@ -98,6 +137,10 @@ class AccuracyStats:
             return self.correct / self.n if self.n else float("nan")
         c, n = self.by.get(key, (0, 0))
         return c / n if n else float("nan")
+
+    def acc_strict(self) -> float:
+        """Accuracy when only the paper's exact ``[[X]]`` counts (any other answer wrong)."""
+        return self.correct_strict / self.n if self.n else float("nan")
 
     def breakdown(self) -> dict[str, float | int]:
         """``{"acc_<kind>:<name>": acc, "n_<kind>:<name>": n}`` for every key seen."""

@@ -463,7 +463,7 @@ def evaluate_image(
         detector: an object with ``detect(image, classes)`` (see :func:`build_detector`).
         color_classifier: an object with ``classify(image, boxes, classname)``; required when
             an include asks for a colour.
-        rules: settings; None = GenEval's defaults.
+        rules: settings; None = the default rule set (``GenEvalRules()``, ``"owlv2"``).
     """
     meta = validate_metadata(metadata)
     if not isinstance(detector, Detector):

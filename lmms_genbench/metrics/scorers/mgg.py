@@ -11,32 +11,49 @@ A chain that failed or stopped early (a blank or safety-filtered drawing, a refu
 description, ...) is not scored on its first few generations: it is a counted failure
 with its reason, exactly like the MCD scorer, so every generation's accuracy has the
 same denominator. ``n_failed`` is reported next to the score.
+
+Rules: the score thresholds come from a named rule set of
+:data:`~lmms_genbench.metrics.functional.geneval.RULE_PRESETS`: ``"owlv2"`` (default: 0.1 for
+every tag, as the paper's authors ran OWLv2) or ``"geneval"`` (GenEval's 0.3, counting 0.9,
+chosen for Mask2Former). A task picks one with ``generation_kwargs.scorer: {rules: geneval}``;
+the environment variable ``LMMS_GENBENCH_MGG_RULES`` overrides the task. The report names the
+rule set and its thresholds under ``rules``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ..functional.geneval import DEFAULT_COLOR_CLIP, TAGS, GenEvalStats, validate_metadata
+from ..functional.geneval import (
+    DEFAULT_COLOR_CLIP,
+    DEFAULT_DETECTOR,
+    DEFAULT_RULES,
+    TAGS,
+    GenEvalRules,
+    GenEvalStats,
+    rules_preset,
+    validate_metadata,
+)
 from ..networks.common import check_batch_size, check_device
 from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, unique_records
 
-__all__ = ["ENV_COLOR_CLIP", "ENV_DETECTOR", "MGG", "MGGScorer", "MGGSettings"]
+__all__ = ["ENV_COLOR_CLIP", "ENV_DETECTOR", "ENV_RULES", "MGG", "MGGScorer", "MGGSettings"]
 
 logger = logging.getLogger(__name__)
 
 ENV_DETECTOR = "LMMS_GENBENCH_DETECTOR"
 ENV_COLOR_CLIP = "LMMS_GENBENCH_COLOR_CLIP"
+ENV_RULES = "LMMS_GENBENCH_MGG_RULES"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class MGGSettings:
     """Networks and settings of the MGG scorer.
 
@@ -47,12 +64,14 @@ class MGGSettings:
             :func:`~lmms_genbench.metrics.networks.detection.build_color_classifier`.
         device: torch device string.
         batch_size: colour crops per CLIP pass; also images decoded ahead per block.
+        rules: name of the rule set (``"owlv2"`` or ``"geneval"``; module docstring).
     """
 
     detector: str
     color_classifier: str
     device: str = "cpu"
     batch_size: int = 32
+    rules: str = DEFAULT_RULES
 
     def __post_init__(self) -> None:
         for name in ("detector", "color_classifier"):
@@ -61,24 +80,30 @@ class MGGSettings:
                 raise ValueError(f"{name} must be a non-empty model spec string, got {value!r}")
         check_device(self.device)
         check_batch_size(self.batch_size)
+        rules_preset(self.rules, f"the MGG scorer's rules (generation_kwargs.scorer.rules or {ENV_RULES})")
+
+    @property
+    def geneval_rules(self) -> GenEvalRules:
+        """The thresholds and limits of :attr:`rules`."""
+        return rules_preset(self.rules)
 
     @classmethod
     def resolve(cls, defaults: Mapping[str, Any]) -> MGGSettings:
         """Task ``defaults`` overridden by ``LMMS_GENBENCH_DETECTOR``,
-        ``LMMS_GENBENCH_COLOR_CLIP``, ``LMMS_GENBENCH_SCORER_DEVICE`` and
-        ``LMMS_GENBENCH_SCORER_BATCH``."""
+        ``LMMS_GENBENCH_COLOR_CLIP``, ``LMMS_GENBENCH_MGG_RULES``,
+        ``LMMS_GENBENCH_SCORER_DEVICE`` and ``LMMS_GENBENCH_SCORER_BATCH``."""
         if not isinstance(defaults, Mapping):
             raise TypeError(f"defaults must be a mapping, got {type(defaults).__name__}")
         device, batch = resolve_device_and_batch(defaults)
+        paper = MGGScorer.PRESETS["paper"]
         return cls(
-            detector=str(os.environ.get(ENV_DETECTOR) or defaults.get("detector") or MGGScorer.PRESETS["paper"]["detector"]),
+            detector=str(os.environ.get(ENV_DETECTOR) or defaults.get("detector") or paper["detector"]),
             color_classifier=str(
-                os.environ.get(ENV_COLOR_CLIP)
-                or defaults.get("color_classifier")
-                or MGGScorer.PRESETS["paper"]["color_classifier"]
+                os.environ.get(ENV_COLOR_CLIP) or defaults.get("color_classifier") or paper["color_classifier"]
             ),
             device=device,
             batch_size=batch,
+            rules=os.environ.get(ENV_RULES) or defaults.get("rules") or paper["rules"],
         )
 
 
@@ -107,8 +132,9 @@ class MGGScorer(ChainScorer):
     report_file = "mgg_report.json"
     Settings = MGGSettings
     PRESETS = {
-        # the paper's detector (OWLv2 large, REFERENCE_NOTES) and GenEval's colour CLIP (ViT-L/14)
-        "paper": {"detector": "google/owlv2-large-patch14-ensemble", "color_classifier": DEFAULT_COLOR_CLIP},
+        # the paper's detector (OWLv2 large, REFERENCE_NOTES) with the thresholds its authors
+        # ran it at, and GenEval's colour CLIP (ViT-L/14)
+        "paper": {"detector": DEFAULT_DETECTOR, "color_classifier": DEFAULT_COLOR_CLIP, "rules": DEFAULT_RULES},
         # offline: random-weight tiny OWLv2 and CLIP (plumbing, not accuracy)
         "smoke": {"detector": "tiny-owlv2", "color_classifier": "tiny-clip", "device": "cpu", "batch_size": 8},
     }
@@ -146,7 +172,8 @@ class MGGScorer(ChainScorer):
         (GenEval overall of generation g, so ``geneval@1`` is plain single-pass GenEval),
         ``mgg_<tag>@<g>`` (tag accuracy per generation: the heatmap), ``mgg_<tag>`` (tag
         accuracy averaged over generations), ``n_scored``, ``n_failed``, ``n_images``,
-        ``failure_reasons``, ``generations``, ``scored_generations``, ``counts``.
+        ``failure_reasons``, ``rules`` (the rule set's name and thresholds), ``generations``,
+        ``scored_generations``, ``counts``.
         """
         from ..networks.detection import evaluate_image, get_color_classifier, get_detector
 
@@ -160,6 +187,7 @@ class MGGScorer(ChainScorer):
             else:
                 ready.append((rec.fields["metadata"], prepared))
 
+        rules = settings.geneval_rules
         stats = GenEvalStats()
         if ready:
             detector = detector or get_detector(settings.detector, device=settings.device)
@@ -174,7 +202,7 @@ class MGGScorer(ChainScorer):
                 for meta, drawn in chunk:
                     for g, _path in drawn:
                         result = evaluate_image(
-                            next(pictures), meta, detector=detector, color_classifier=color_classifier
+                            next(pictures), meta, detector=detector, color_classifier=color_classifier, rules=rules
                         )
                         stats.add_result(result, generation=g)
 
@@ -185,6 +213,7 @@ class MGGScorer(ChainScorer):
             "n_failed": sum(failures.values()),
             "n_images": sum(n for _c, n in stats.counts.values()),
             "failure_reasons": dict(sorted(failures.items())),
+            "rules": {"name": settings.rules, **dataclasses.asdict(rules)},
             "mgg": stats.mgg() if stats.generations else math.nan,
         }
         for g in stats.generations:

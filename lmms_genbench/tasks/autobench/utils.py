@@ -6,7 +6,7 @@ import os
 
 from lmms_genbench.autobench.balance import LETTERS, move_answer
 from lmms_genbench.autobench.prompts import ANSWER, ANSWER_NO_IMAGE, render
-from lmms_genbench.metrics.functional.autobench import AccuracyStats, score_record
+from lmms_genbench.metrics.functional.autobench import EXTRACTION_RULES, AccuracyStats, score_record
 
 DATASET_ENV = "AUTOBENCH_DATASET"
 
@@ -68,6 +68,9 @@ _METRICS = {
     "acc_hard": lambda stats: stats.acc("level:hard"),
     "n_docs": lambda stats: stats.n,
     "n_unparsed": lambda stats: stats.unparsed,
+    # how many answers each extraction rule read; acc_strict counts only the paper's [[X]]
+    "acc_strict": lambda stats: stats.acc_strict(),
+    **{f"n_rule_{rule}": (lambda stats, rule=rule: stats.by_rule[rule]) for rule in EXTRACTION_RULES},
     "breakdown": lambda stats: stats.breakdown(),
     "pred_letters": lambda stats: stats.pred_letters,
 }
