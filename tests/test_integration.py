@@ -253,8 +253,13 @@ def test_two_processes_give_the_same_scores(tmp_path):
     assert one.returncode == 0
     m2, m1 = _metrics(_results(tmp_path / "out2"), "mmeception_smoke"), _metrics(_results(tmp_path / "out1"), "mmeception_smoke")
     assert m2["n_scored"] == m1["n_scored"] == 5
-    for key in ("gc@3", "s@1", "s@2", "s@3", "gc_fid@3"):
+    for key in ("gc@3", "s@1", "s@2", "s@3"):
         assert m2[key] == pytest.approx(m1[key], abs=1e-6), key
+    # The scorer is shard-invariant (it sorts chains and sums exactly), but the tiny SD
+    # pipeline's pixels depend on its batch in the last bit: with ranks drawing 3 and 2
+    # prompts instead of 5, one channel of one pixel of one redraw moved by one level
+    # (measured). FID over 5 images in 2048 dimensions amplifies that to ~1.4e-6 relative.
+    assert m2["gc_fid@3"] == pytest.approx(m1["gc_fid@3"], rel=1e-5)
     # both ranks wrote their own share of the chains
     ranks = {json.loads(line)["rank"] for p in (tmp_path / "a2").rglob("runs.jsonl") for line in p.read_text().splitlines()}
     assert ranks == {0, 1}
