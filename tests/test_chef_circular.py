@@ -128,8 +128,8 @@ def test_scenarios_without_a_group_rule_keep_one_group_per_row():
 
 
 def _response(payload, preds):
-    """What the chef model answers: it echoes the payload's key (chef.generate_until)."""
-    return json.dumps({"key": payload["key"], "inferencer": payload["inferencer"], "desideratum": payload["desideratum"],
+    """What the chef model answers: it echoes the payload's key and group (chef.generate_until)."""
+    return json.dumps({"key": payload["key"], "group": payload["group"], "inferencer": payload["inferencer"], "desideratum": payload["desideratum"],
                        "variants": [{"name": v["name"], "gold": v["gold"], "n_options": len(v["options"]), "pred": p}
                                     for v, p in zip(payload["variants"], preds)]})
 
@@ -211,7 +211,7 @@ def test_a_grouped_recipe_through_lmms_eval_reports_circular_accuracy(tmp_path):
     m = {k.split(",")[0]: v for k, v in m.items() if "," in k and "stderr" not in k}
     assert m["n_docs"] == 13 and m["n_failed"] == 0 and m["n_groups"] == 4
     responses = [json.loads(response(s)) for s in samples(out, "chef_icl_mmbench_fixture")]
-    groups = [r["key"]["group"] for r in responses]
+    groups = [r["group"] for r in responses]
     assert sorted(map(int, groups)) == sorted(r["index"] % 1_000_000 for r in mmbench_circular_rows())
     right = {}
     for group, r in zip(groups, responses):

@@ -416,11 +416,9 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
             "name": v["name"], "prompt": prompt, "options": continuations, "labels": labels,
             "option_texts": options, "gold": gold, "visuals": vis,
         })
-    # the chef model echoes "key" into its response and nothing else of the payload's
-    # identity, so the circular group travels inside it to process_results
-    key = item.key if item.group is None else {"doc": item.key, "group": item.group}
+    # the chef model echoes "key" and "group" into its response for process_results
     return {
-        "chef": 1, "key": key, "inferencer": inferencer, "desideratum": desideratum,
+        "chef": 1, "key": item.key, "group": item.group, "inferencer": inferencer, "desideratum": desideratum,
         "answer_prompt": instr["answer_prompt"], "judge_samples": int(recipe.get("judge_samples", 0)),
         "question": item.question, "gold_text": item.options[item.gold], "variants": out,
     }

@@ -93,10 +93,9 @@ def record(response: str) -> dict[str, Any]:
         for v in data["variants"]
     ]
     judge = data.get("judge") or {}
-    key = data.get("key")  # recipe.render puts a grouped doc's circular group inside its key
     return {"failed": False, "desideratum": data.get("desideratum", "accuracy"), "variants": variants,
             "judge": judge.get("scores"), "judge_failed": int(judge.get("failed", 0)),
-            "group": key.get("group") if isinstance(key, dict) else None}
+            "group": data.get("group")}
 
 
 def metric_names(rec: dict[str, Any], variant_names: list[str] | None = None) -> list[str]:

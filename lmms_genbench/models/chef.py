@@ -240,7 +240,8 @@ class ChefModel(lmms):
                 logger.warning("chef: request %d (%s doc %s) failed: %s", r, task, doc_id, exc)
                 outputs.append({"error": f"{type(exc).__name__}: {exc}"})
                 continue
-            out = {"key": payload["key"], "inferencer": payload["inferencer"], "desideratum": payload.get("desideratum"),
+            out = {"key": payload["key"], "group": payload.get("group"), "inferencer": payload["inferencer"],
+                   "desideratum": payload.get("desideratum"),
                    "inner": self.inner_name, "variants": []}
             outputs.append(out)
             for v in payload["variants"]:
