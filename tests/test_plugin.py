@@ -69,7 +69,7 @@ def test_the_startup_line_hooks_lmms_eval_tasks_alone_and_imports_nothing_first(
         f"{line.strip()}\n{line.strip()}\n"
         "import sys\n"
         "finders = lambda: sum(type(f).__name__ == '_AfterTasksImport' for f in sys.meta_path)\n"
-        "print(finders(), sorted(m for m in ('lmms_eval', 'lmms_genbench.core.registry', 'inspect', 'torch') if m in sys.modules))\n"
+        "print(finders(), sorted(m for m in ('lmms_eval', 'lmms_genbench.core.registry', 'torch') if m in sys.modules))\n"
         "from lmms_eval.tasks import TaskManager\n"
         "print(getattr(TaskManager.initialize_tasks, '_lmms_genbench_hook', False), 'lmms_eval.models' in sys.modules, finders())\n"
     )
