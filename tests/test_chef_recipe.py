@@ -169,7 +169,7 @@ def test_hallucination_metrics_carry_the_names_of_lmms_eval_s_pope_task():
 
 
 def test_failed_and_judge_records():
-    bad = "not json"
+    bad = json.dumps({"error": "ValueError: context is not a chef payload"})  # the chef model's failed doc
     assert set(scoring.process_results({}, [bad])) == {"n_docs", "n_failed", "n_unmatched"}
     lang = [_resp("language_performance", [("base", 0, 0, 4, None)], {"scores": [6, 8], "failed": 0}),
             _resp("language_performance", [("base", 0, 0, 4, None)], {"scores": [], "failed": 2}), bad]

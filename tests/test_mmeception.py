@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from lmms_genbench.core.args import WrongModelError
 from lmms_genbench.metrics.scorers.genception import GENCEPTION, GenCeptionSettings, _groups
 from lmms_genbench.tasks.mmeception import utils
 
@@ -114,7 +115,7 @@ def test_gc_fid_one_rule_for_small_samples_in_the_mean_and_n_min(tmp_path, monke
 
 
 def test_a_response_that_is_not_a_chain_stops_with_the_model_to_use():
-    with pytest.raises(ValueError, match=r"not a chain.*--model cycle"):
+    with pytest.raises(WrongModelError, match=r"--model cycle; .*not a chain"):
         utils.process_results({"chain_id": "q1", "category": "scene"}, ["I am a plain text answer"])
 
 

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from lmms_genbench.core.args import WrongModelError
 from lmms_genbench.metrics.functional.chef import (
     EqualWidthECE,
     PopeCounts,
@@ -108,6 +109,14 @@ def metric_names(rec: dict[str, Any], variant_names: list[str] | None = None) ->
 
 
 def process_results(doc, results):
+    try:
+        data = json.loads(results[0])
+    except (TypeError, ValueError):
+        data = None
+    # --model chef answers a JSON object with "variants" (or "error" for a bad doc); an
+    # echo of the request payload carries its "chef" marker. Anything else: stop the run.
+    if not isinstance(data, dict) or "chef" in data or not ("variants" in data or "error" in data):
+        raise WrongModelError("chef", "chef_* tasks", f"the answer is not the chef model's JSON: {str(results[0])[:80]!r}")
     rec = record(results[0])
     if rec["failed"] and rec.get("desideratum") is None:
         # no variant names to go by: feed only the counters (n_failed counts it)

@@ -1,9 +1,13 @@
 """lmms-eval model type ``t2i``: any generator backend serving text-to-image tasks.
 
-Follows the convention of lmms-eval's own text-to-image models (e.g.
-``wan2_1_t2i``): images go to ``<output_dir>/<task>/<doc:04d>_s<k>.png`` and the
-response is that folder, so upstream GenEval-style tasks can read it. A doc
-that could not be drawn answers with a JSON failure record instead of a path.
+Answers in lmms-eval 0.7.3's text-to-image format, the JSON object its generation
+tasks parse (WISE, imgedit, gedit_bench, kris_bench, ...; see the README of its
+``tasks/WISE``): ``{"text": "", "images": ["/abs/<output_dir>/<task>/<doc:04d>_s<k>.png", ...]}``,
+one path per image of the doc (``num_images_per_prompt``), in seed order. The
+files keep the layout of lmms-eval's own ``wan2_1_t2i``. A doc that could not be
+drawn answers in the same shape with the images that were written (usually none)
+plus ``"status": "failed"``, the ``reason`` and the ``doc_id``: a task finds no
+image to score, and the reason stays in the samples file.
 """
 
 from __future__ import annotations
@@ -46,34 +50,36 @@ class TextToImageModel(lmms):
             raise ValueError(f"model_args num_images_per_prompt must be >= 1, got {num_images_per_prompt!r}")
         self.num_images_per_prompt = n
         self.seed = optional_int("seed", seed) or 0
-        self.output_dir = Path(output_dir) if output_dir else ArtifactStore().root / "t2i"
+        # absolute: tasks open the returned paths from whatever directory they run in
+        self.output_dir = (Path(output_dir).expanduser() if output_dir else ArtifactStore().root / "t2i").resolve()
         self.generator = build_generator(generator, **grouped["generator"])
 
     def generate_until(self, requests) -> list[str]:
-        results: list[str] = [""] * len(requests)
+        paths: list[list[Path]] = [[] for _ in requests]
+        failed: dict[int, str] = {}
         work = []  # (request index, prompt, seed, path)
         for i, request in enumerate(requests):
             context, _gen_kwargs, _visual, doc_id, task, _split = request.args
             folder = self.output_dir / str(task).replace("/", "_")
             prompt = str(context).strip()
             if not prompt:
-                results[i] = json.dumps({"status": "failed", "reason": "empty prompt", "doc_id": doc_id})
+                failed[i] = "empty prompt"
                 continue
-            results[i] = str(folder)
-            for k in range(self.num_images_per_prompt):
-                path = folder / f"{int(doc_id):04d}_s{k}.png"
-                if not path.is_file():
-                    work.append((i, prompt, self.seed + k, path))
-        failed: dict[int, str] = {}
+            paths[i] = [folder / f"{int(doc_id):04d}_s{k}.png" for k in range(self.num_images_per_prompt)]
+            work += [(i, prompt, self.seed + k, path) for k, path in enumerate(paths[i]) if not path.is_file()]
         for chunk in chunked(work, max(1, self.generator.batch_size)):
             images = self.generator.generate([w[1] for w in chunk], [w[2] for w in chunk])
             for (i, _prompt, _seed, path), image in zip(chunk, images):
                 if isinstance(image, GenerationFailure):
-                    failed[i] = image.reason
+                    failed.setdefault(i, image.reason)
                 else:
                     atomic_write(path, lambda fh, img=image: img.convert("RGB").save(fh, format="PNG"))
-        for i, reason in failed.items():
-            results[i] = json.dumps({"status": "failed", "reason": reason, "doc_id": requests[i].args[3]})
+        results = []
+        for i, request in enumerate(requests):
+            answer: dict[str, Any] = {"text": "", "images": [str(p) for p in paths[i] if p.is_file()]}
+            if i in failed:
+                answer.update(status="failed", reason=failed[i], doc_id=request.args[3])
+            results.append(json.dumps(answer))
         return results
 
     def loglikelihood(self, requests):

@@ -38,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...engine.chain import Chain, NotAChainError, hop_kind
+from ...core.args import WrongModelError
 from ...core.keys import atomic_write
 from ...core.registry import lookup
 from ...engine.store import ChainLocation
@@ -289,14 +290,14 @@ class ChainScorer:
         """The doc's record. ``settings`` add to the task's scorer settings (a task's
         ``process_results`` may state facts of its data, such as MME's category groups).
 
-        A response that is not a chain stops the run: it means the task ran on another
-        model type, and every score would be meaningless."""
+        A response that is not a chain stops the run (:class:`WrongModelError`): it means
+        the task ran on another model type, and every score would be meaningless."""
         try:
             chain = Chain.from_json(response)
         except NotAChainError as exc:
-            raise ValueError(
-                f"the {self.name} scorer got {exc}; cycle tasks must run with --model cycle "
-                "(or --model cycle --model_args unified=...)"
+            raise WrongModelError(
+                "cycle", "cycle tasks (mmeception*, sdp_*)",
+                f"the {self.name} scorer got {exc} (a unified model runs as --model cycle --model_args unified=...)",
             ) from None
         status, reason, fields = chain.status, None if chain.ok else str(chain.failure), {}
         try:

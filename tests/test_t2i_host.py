@@ -1,0 +1,88 @@
+"""``--model t2i`` on a text-to-image task that ships with lmms-eval 0.7.3: WISE.
+
+The task runs unchanged (its YAML is included as is, its utils.py scores) on a local
+schema-true copy of its dataset (``tests/wise_fixture.py``). WISE scores each image
+with an OpenAI-compatible judge; offline, the judge is a local stub server that answers
+fixed scores and records what it was sent. So this proves the path from our answer to
+WISE's ``process_results`` and its judge call, not any score.
+"""
+
+import base64
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from .lmms_eval_runs import BIN, response, results_file, run, samples
+from .wise_fixture import ROWS, write_wise_hub_copy
+
+pytestmark = pytest.mark.integration
+
+REPLY = "Consistency: 2\nRealism: 1\nAesthetic Quality: 0"
+WISCORE = (0.7 * 2 + 0.2 * 1 + 0.1 * 0) / 2  # WISE's formula for REPLY
+
+
+class _Judge(BaseHTTPRequestHandler):
+    def do_POST(self):  # the chat-completions call of the openai client
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        text, image = body["messages"][1]["content"]
+        self.server.calls.append((text["text"], base64.b64decode(image["image_url"]["url"].split(",", 1)[1])))
+        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": REPLY}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def judge():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    server.calls = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+def test_wise_scores_the_images_that_t2i_returns(tmp_path, judge):
+    import lmms_eval.tasks
+
+    builtin = Path(lmms_eval.tasks.__file__).parent / "WISE" / "WISE.yaml"
+    hub_copy = write_wise_hub_copy(tmp_path / "Yuwei-Niu_WISE")
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "wise_fixture.yaml").write_text(
+        f"include: {builtin}\ntask: wise_fixture\ndataset_path: {hub_copy}\n")
+    out, images = tmp_path / "out", tmp_path / "images"
+    proc = run([str(BIN / "lmms-eval"), "--model", "t2i",
+                "--model_args", f"generator=smoke,generator.size=32,output_dir={images}",
+                "--tasks", "wise_fixture", "--include_path", str(tasks),
+                "--output_path", str(out), "--log_samples"], tmp_path, timeout=900,
+               WISE_API_KEY="offline-stub", WISE_BASE_URL=f"http://127.0.0.1:{judge.server_port}/v1",
+               WISE_CALL_DELAY="0", NO_PROXY="127.0.0.1,localhost")
+    _, results = results_file(out)
+    scores = results["results"]["wise_fixture"]
+    for metric in ("culture", "time", "space", "biology", "physics", "chemistry"):
+        assert scores[f"WISE_{metric}_score,none"] == pytest.approx(WISCORE), (metric, proc.stderr[-3000:])
+    assert scores["WISE_overall_wiscore,none"] == pytest.approx(WISCORE)
+
+    logged = samples(out, "wise_fixture")
+    assert len(logged) == len(ROWS)
+    sent = {text: png for text, png in judge.calls}
+    assert len(judge.calls) == len(ROWS)
+    for sample in logged:
+        answer = json.loads(response(sample))  # what our model returned, as WISE parses it
+        assert answer == {"text": "", "images": [str(images / "wise_fixture" / f"{sample['doc_id']:04d}_s0.png")]}
+        scored = sample["WISE_overall_wiscore"]  # what WISE's process_results made of it
+        assert scored["status"] == "ok" and scored["image_path"] == answer["images"][0]
+        assert scored["prompt_id"] == ROWS[sample["doc_id"]][0] and sample["input"] == ROWS[sample["doc_id"]][3]
+        # the judge got that very file, with that doc's prompt
+        prompt_text = next(t for t in sent if f'PROMPT: "{sample["input"]}"' in t)
+        assert sent[prompt_text] == Path(answer["images"][0]).read_bytes()
