@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from lmms_genbench.core.errors import ActionableError
 from lmms_genbench.metrics.functional.drift import MAPPINGS, DriftStats, mcd
 from lmms_genbench.metrics.scorers.base import MetricItem
 from lmms_genbench.metrics.scorers.mcd import MCD, DriftSettings, MCDScorer, source_table
@@ -285,7 +286,7 @@ def test_a_record_is_small_and_reads_its_texts_from_the_store(tmp_path):
     assert rec.direction == "text_first" and rec.fields == {"source": "docci"}
     assert rec.read_text(2) == "x|60" and rec.path(1).endswith("001.png")
     assert len(pickle.dumps(rec)) < 1024 and str(rec) == "ok"
-    with pytest.raises(ValueError, match="--model cycle"):
+    with pytest.raises(ActionableError, match="--model cycle"):
         MCD.record({"chain_id": "q1"}, "plain text answer")
 
 

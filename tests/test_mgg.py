@@ -7,6 +7,7 @@ import httpx
 import pytest
 from PIL import Image
 
+from lmms_genbench.core.errors import ActionableError
 from lmms_genbench.data import sdp as sdp_data
 from lmms_genbench.metrics.functional.geneval import Detection
 from lmms_genbench.metrics.scorers import mgg
@@ -88,7 +89,7 @@ def test_record_keeps_the_metadata_and_fails_bad_docs(tmp_path):
     image_first = write_chain(tmp_path, "i", "image_first", [RED, "t", RED])
     report = mgg.MGG.score([record(mgg.MGG, image_first, metadata=json.dumps(meta))], CONFIG, 2, detector=RedMeansFound())
     assert report["failure_reasons"] == {"MGG scores text-first chains, got 'image_first'": 1}
-    with pytest.raises(ValueError, match="--model cycle"):
+    with pytest.raises(ActionableError, match="--model cycle"):
         mgg.MGG.record({"metadata": json.dumps(meta)}, "not json")
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from lmms_genbench.core.errors import ActionableError
 from lmms_genbench.metrics.scorers.genception import GENCEPTION, GenCeptionSettings, _groups
 from lmms_genbench.tasks.mmeception import utils
 
@@ -102,7 +103,7 @@ def test_gc_fid_reports_sample_size_and_nan_below_two(tmp_path, monkeypatch):
 
 
 def test_a_response_that_is_not_a_chain_stops_with_the_model_to_use():
-    with pytest.raises(ValueError, match=r"not a chain.*--model cycle"):
+    with pytest.raises(ActionableError, match=r"not a chain.*--model cycle"):
         utils.process_results({"chain_id": "q1", "category": "scene"}, ["I am a plain text answer"])
 
 
