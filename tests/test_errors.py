@@ -22,6 +22,25 @@ def _lmms_eval(tmp_path, *args, **env):
     return run([str(BIN / "lmms-eval"), *args, "--output_path", str(tmp_path / "out")], tmp_path, timeout=600, **env)
 
 
+# ----------------------------------------------------------------------- the line itself
+def test_the_line_names_cause_and_fix_and_debug_adds_the_traceback(monkeypatch, capsys):
+    from lmms_genbench.core.errors import ActionableError, from_exception, load_failure
+
+    try:
+        raise OSError("no such file\nmore detail")
+    except OSError as exc:
+        error = from_exception(exc, "the thing did not load", "give another thing")
+    assert str(error) == "lmms-genbench: error: the thing did not load (OSError: no such file). Fix: give another thing"
+    assert isinstance(error, ActionableError) and error.code == str(error) and capsys.readouterr().err == ""
+    assert from_exception(error, "outer", "outer fix") is error  # the innermost line wins
+    monkeypatch.setenv("VERBOSITY", "DEBUG")  # lmms-eval's --verbosity DEBUG
+    from_exception(OSError("x"), "c", "f")
+    assert "OSError: x" in capsys.readouterr().err
+    hub = load_failure(OSError("401"), "describer", "llava_hf", {"pretrained": "org/model"}, "describer.")
+    assert hub.cause == "the describer llava_hf did not load with describer.pretrained=org/model (OSError: 401)"
+    assert hub.fix.startswith("check describer.pretrained and the other describer.<arg> values")
+
+
 # ----------------------------------------------------------------------- lmms-genbench
 def _genbench(tmp_path, *args, **env):
     return subprocess.run([sys.executable, "-m", "lmms_genbench.cli", *args], capture_output=True, text=True,
