@@ -6,23 +6,66 @@ returning an exit code. Heavy imports happen inside the handlers, so ``--help`` 
 
 Usage::
 
-    lmms-genbench plot RESULTS.json [RESULTS.json ...] [--out DIR] [--label NAME ...]
+    lmms-genbench plot RESULTS [RESULTS ...] [--out DIR] [--label NAME ...]
     lmms-genbench sdp resample --seed N [--per-source 200] --out pairs.jsonl
     lmms-genbench sdp fetch-geneval [--out FILE]
+    lmms-genbench chef summary RESULTS [RESULTS ...] --out DIR
 
-Exit codes: 0 success, 2 bad usage or an unreadable input file (the other files are
-still plotted).
+RESULTS is an lmms-eval ``*_results.json`` file or a folder (an ``--output_path``):
+lmms-eval writes ``<output_path>/<model>/<date>_results.json``, and ``<model>`` is empty
+when ``--model_args`` names no ``pretrained=``/``model=`` (``preset=smoke``), so a folder
+is searched at any depth and only the files the command can use are taken.
+
+Exit codes: 0 success, 1 a failure (one line on stderr: the cause, and the fix where
+there is one), 2 bad usage or an unreadable input file (the other files are still
+plotted). ``lmms-genbench --debug ...`` shows the traceback of a failure instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from lmms_genbench.core.errors import ActionableError, describe
+
 EXIT_OK = 0
+EXIT_FAIL = 1  # the command ran and failed (network, data): one line on stderr
 EXIT_USAGE = 2  # argparse's own code for bad usage; also used for unreadable inputs
+RESULTS_GLOB = "*_results.json"  # lmms-eval's <date>_results.json
+
+
+def _results_files(prog: str, paths: Sequence[str], usable: Callable[[Path], bool]) -> list[str] | None:
+    """``paths`` with each folder replaced by the results files under it (any depth,
+    sorted) that ``usable`` accepts; a file is kept as given (its errors are the
+    command's to report). None, after printing why, when a folder holds none."""
+    files: list[str] = []
+    for path in paths:
+        if not Path(path).is_dir():
+            files.append(path)
+            continue
+        found = sorted(Path(path).rglob(RESULTS_GLOB))
+        picked = [str(f) for f in found if usable(f)]
+        if not picked:
+            print(f"{prog}: error: no usable {RESULTS_GLOB} under {path} ({len(found)} results file(s) found); "
+                  "give the --output_path of an lmms-eval run of these tasks, or the files", file=sys.stderr)
+            return None
+        if len(picked) < len(found):
+            print(f"{prog}: {path}: using {len(picked)} of {len(found)} results files "
+                  "(the others hold none of these tasks)", file=sys.stderr)
+        files.extend(picked)
+    return files
+
+
+def _task_names(path: Path) -> list[str]:
+    """The task names of a results file; none when it cannot be read."""
+    try:
+        results = json.loads(path.read_text(encoding="utf-8")).get("results")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(t) for t in results] if isinstance(results, dict) else []
 
 
 def _labels_ok(prog: str, args: argparse.Namespace) -> bool:
@@ -42,9 +85,21 @@ def _labels_ok(prog: str, args: argparse.Namespace) -> bool:
     return True
 
 
+def _plottable(path: Path) -> bool:
+    from lmms_genbench.plots import ResultsError, load_results
+
+    try:
+        return bool(load_results(path))
+    except ResultsError:
+        return False
+
+
 def _run_plot(args: argparse.Namespace) -> int:
     from lmms_genbench.plots import plot_results
 
+    args.results = _results_files("lmms-genbench plot", args.results, _plottable)
+    if args.results is None:
+        return EXIT_USAGE
     if not _labels_ok("lmms-genbench plot", args):
         return EXIT_USAGE
     # unreadable files come back in report.errors, not as exceptions
@@ -71,8 +126,9 @@ def _add_plot(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument(
-        "results", nargs="+", metavar="RESULTS.json",
-        help="lmms-eval <date>_results.json files, one per model",
+        "results", nargs="+", metavar="RESULTS",
+        help="lmms-eval <date>_results.json files, one per model, or folders holding them "
+        "(an --output_path: the files with drift or MGG values are taken)",
     )
     parser.add_argument(
         "--out", metavar="DIR", default=None,
@@ -105,9 +161,18 @@ def _run_sdp_resample(args: argparse.Namespace) -> int:
 
 
 def _run_sdp_fetch_geneval(args: argparse.Namespace) -> int:
-    from lmms_genbench.data.sdp import default_geneval_path, fetch_geneval_metadata
+    import httpx
 
-    target = fetch_geneval_metadata(args.out or default_geneval_path())
+    from lmms_genbench.data.sdp import GENEVAL_URL, default_geneval_path, fetch_geneval_metadata
+
+    try:
+        target = fetch_geneval_metadata(args.out or default_geneval_path())
+    except (httpx.HTTPError, OSError, RuntimeError, ValueError) as exc:
+        raise ActionableError(
+            f"could not fetch GenEval's metadata from {GENEVAL_URL} ({describe(exc)})",
+            "check the network (or HTTPS_PROXY), or download evaluation_metadata.jsonl yourself and "
+            "point LMMS_GENBENCH_GENEVAL_METADATA at it",
+        ) from exc
     print(target)
     return EXIT_OK
 
@@ -152,11 +217,17 @@ def _add_autobench(subparsers: argparse._SubParsersAction) -> None:
 def _run_chef_summary(args: argparse.Namespace) -> int:
     from lmms_genbench.chef.summary import write_summary
 
-    if not _labels_ok("lmms-genbench chef summary", args):
+    prog = "lmms-genbench chef summary"
+    args.results = _results_files(prog, args.results, lambda f: any(t.startswith("chef_") for t in _task_names(f)))
+    if args.results is None:
         return EXIT_USAGE
-    written, errors = write_summary(args.results, args.out, args.label)
+    if not _labels_ok(prog, args):
+        return EXIT_USAGE
+    written, errors, notes = write_summary(args.results, args.out, args.label)
     for error in errors:
-        print(f"lmms-genbench chef summary: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
+    for note in notes:
+        print(f"{prog}: {note}", file=sys.stderr)
     for path in written:
         print(path)
     return EXIT_USAGE if errors or not written else EXIT_OK
@@ -174,7 +245,9 @@ def _add_chef(subparsers: argparse._SubParsersAction) -> None:
             "and write chef_summary.json, chef_desiderata.png and chef_reliability.png."
         ),
     )
-    summary.add_argument("results", nargs="+", metavar="RESULTS.json", help="lmms-eval <date>_results.json files")
+    summary.add_argument("results", nargs="+", metavar="RESULTS",
+                         help="lmms-eval <date>_results.json files, or folders holding them (the files "
+                         "with chef_* tasks are taken)")
     summary.add_argument("--out", metavar="DIR", required=True, help="output folder (created if missing)")
     summary.add_argument(
         "--label", metavar="NAME", nargs="+", default=None,
@@ -197,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lmms-genbench", description="lmms-genbench utilities for lmms-eval results"
     )
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in _SUBCOMMANDS.values():
         add(subparsers)
@@ -217,7 +291,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(None if argv is None else list(argv))
     except SystemExit as exc:  # --help (0) and usage errors (2) stay an exit code
         return int(exc.code or 0)
-    return args.func(args)
+    prog = " ".join(["lmms-genbench", *(a for a in (args.command, *_actions(args)) if a)])
+    try:
+        return args.func(args)
+    except ActionableError as exc:
+        if args.debug:
+            raise
+        print(f"{prog}: error: {exc.message}", file=sys.stderr)
+    except Exception as exc:  # one line, not a traceback: --debug shows it
+        if args.debug:
+            raise
+        print(f"{prog}: error: {describe(exc)} (lmms-genbench --debug shows the traceback)", file=sys.stderr)
+    return EXIT_FAIL
+
+
+def _actions(args: argparse.Namespace) -> list[str]:
+    """The second-level subcommand, as each group names its destination."""
+    return [getattr(args, d) for d in ("action", "chef_command", "autobench_command") if getattr(args, d, None)]
 
 
 if __name__ == "__main__":

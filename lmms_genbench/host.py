@@ -33,6 +33,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .core.errors import from_exception, load_failure
 from .core.keys import slug_key, stable_hash
 from .core.model_args import identity_args
 
@@ -41,12 +42,46 @@ from .core.model_args import identity_args
 DEFAULT_TASK, DEFAULT_SPLIT = "lmms_genbench", "requests"
 
 
-def build_model(name: str, args: Mapping[str, Any]):
-    """Instantiate the registered lmms-eval model ``name`` with ``args``."""
+def build_model(name: str, args: Mapping[str, Any], role: str = "model", prefix: str = "", otherwise: str = ""):
+    """Instantiate the registered lmms-eval model ``name`` with ``args``.
+
+    Args:
+        role: what the model is for (``describer``, ``inner``, ``examiner``), named
+            in errors.
+        prefix: how the user spells these arguments (``describer.``), named in errors.
+        otherwise: another way out added to the fix (``run offline with --model_args preset=smoke``).
+
+    Raises:
+        ActionableError: no model is registered as ``name``, or it failed to load; the
+            one line names the weights argument and what to give instead.
+    """
     _check_model(name, args)
     from lmms_eval.models import get_model  # heavy: only when a model is built
 
-    return get_model(name)(**args)
+    try:
+        cls = get_model(name)
+    except Exception as exc:
+        raise from_exception(
+            exc, f"the {role} {name!r} is not a registered lmms-eval model",
+            "name one that `lmms-eval models` lists (llava_hf, qwen2_5_vl, openai, ...)",
+        )
+    try:
+        return cls(**args)
+    except Exception as exc:
+        raise load_failure(exc, role, name, args, prefix, otherwise)
+
+
+def model_parameters(name: str) -> list[str]:
+    """The constructor arguments of the registered lmms-eval model ``name`` (none if unknown)."""
+    import inspect
+
+    from lmms_eval.models import get_model
+
+    try:
+        cls = get_model(name)
+    except Exception:  # build_model reports unknown names with the fix
+        return []
+    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
 
 
 def model_identity(name: str, args: Mapping[str, Any]) -> str:

@@ -436,3 +436,38 @@ def test_cli_cost_and_bias(tmp_path, capsys):
     assert "R_D" not in out
     path.write_text(json.dumps({"results": {"autobench": res["results"]["autobench"]}}))
     assert cli.main(["autobench", "bias", str(path)]) == 2
+
+
+def test_cli_build_picks_the_device_that_exists(tmp_path, monkeypatch, capsys):
+    """lmms-eval's llava_hf and the diffusers backend default to cuda: on a machine without
+    one the build fills in cpu, unless device= (or device_map=) is given."""
+    import torch
+
+    from lmms_genbench import cli
+    from lmms_genbench.autobench import examiner as ex_mod
+
+    seen = {}
+
+    def fake_examiner(model, args, text_only="none"):
+        seen["examiner"] = args
+        return ScriptedExaminer()
+
+    def fake_generator(name, **kwargs):
+        seen["generator"] = kwargs
+        return FakeGenerator()
+
+    monkeypatch.setattr(ex_mod, "build_examiner", fake_examiner)
+    monkeypatch.setattr("lmms_genbench.generators.build_generator", fake_generator)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    base = ["autobench", "build", "--capability", "Counting", "--definition", "How many objects there are.",
+            "--n-general", "1", "--m-fine", "1", "--per-level", "1", "--levels", "easy", "--max-redraws", "0"]
+    argv = [*base, "--examiner", "llava_hf", "--examiner-args", "pretrained=/models/llava",
+            "--generator", "diffusers", "--generator-args", "pretrained=/models/sd", "--out", str(tmp_path / "a")]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert seen == {"examiner": {"pretrained": "/models/llava", "device": "cpu", "device_map": "cpu"},
+                    "generator": {"pretrained": "/models/sd", "device": "cpu"}}
+    argv = [*base, "--examiner", "llava_hf", "--examiner-args", "pretrained=/models/llava,device_map=auto",
+            "--generator", "diffusers", "--generator-args", "pretrained=/models/sd,device=cuda:1", "--out", str(tmp_path / "b")]
+    assert cli.main(argv) == 0
+    assert seen == {"examiner": {"pretrained": "/models/llava", "device_map": "auto"},
+                    "generator": {"pretrained": "/models/sd", "device": "cuda:1"}}

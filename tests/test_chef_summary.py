@@ -68,7 +68,28 @@ def test_cli_labels_and_errors(files, tmp_path, capsys):
     assert code == 2 and "no chef_* task" in err
     # two desiderata or fewer: bars instead of a radar, still written
     assert json.loads((out / "chef_summary.json").read_text()) == {
-        "B": {"scores": {"robustness": 100.0}, "raw": {"robustness": 1.4}, "tasks": {"robustness": ["chef_robustness_mmbench"]}}
+        "B": {"scores": {"robustness": 100.0}, "raw": {"robustness": 1.4}, "tasks": {"robustness": ["chef_robustness_mmbench"]},
+              "left_out": {"calibration": ["chef_calibration_mmbench: ece is nan"]}}
     }
+    assert "B: calibration has no score: chef_calibration_mmbench: ece is nan" in err
     assert (out / "chef_desiderata.png").is_file()
     assert main(["chef", "summary", str(files[0]), "--label", "a", "b", "--out", str(out)]) == 2
+
+
+def test_a_desideratum_without_a_number_is_kept_and_said(tmp_path, capsys):
+    """A language task whose judge never parsed (judge_score NaN) keeps its axis and is
+    named, with its counts, in the summary and on stderr."""
+    path = _results(tmp_path / "2026-01-01T00-00-00_results.json", "preset=smoke", {
+        "chef_calibration_smoke": {"ece": 0.2}, "chef_icl_smoke": {"riam": 0.0},
+        "chef_language_smoke": {"judge_score": float("nan"), "n_judged": 0, "n_judge_failed": 6},
+    })
+    summaries, _ = summarize([path])
+    assert summaries[0].left_out == {
+        "language_performance": ["chef_language_smoke: judge_score is nan (n_judge_failed=6, n_judged=0)"]
+    }
+    out = tmp_path / "fig"
+    assert main(["chef", "summary", str(tmp_path), "--out", str(out)]) == 0  # a folder works too
+    err = capsys.readouterr().err
+    assert "language_performance has no score: chef_language_smoke: judge_score is nan" in err
+    summary = json.loads((out / "chef_summary.json").read_text())["chef (preset=smoke)"]
+    assert "language_performance" not in summary["scores"] and summary["left_out"]["language_performance"]

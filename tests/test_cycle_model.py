@@ -1,6 +1,5 @@
 """The cycle model's request handling, with fake describer and generator."""
 
-import json
 
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms

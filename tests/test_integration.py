@@ -339,6 +339,13 @@ def test_cli_sdp_bad_input_is_counted_per_doc_and_the_run_completes(tmp_path):
     assert sum(reasons.values()) == 2 and all(r.startswith("seed failed at hop 0") for r in reasons)
     assert sources["empty"]["n_failed"] == 1 and sources["good"]["n_failed"] == 0
     assert sources["missing"]["n_failed"] == 1 and sources["long"]["n_failed"] == 0
+    # each failed doc by id with its reason, in a report keyed by the scorer settings
+    assert [f["chain_id"] for f in report["failed_docs"]] == ["nowhere/missing#image_first", "skimage/coffee#text_first"]
+    assert all(f["reason"].startswith("seed failed at hop 0: ") for f in report["failed_docs"])
+    stable = sorted(glob.glob(str(tmp_path / "art" / "**" / "mcd_report.json"), recursive=True))
+    keyed = sorted(glob.glob(str(tmp_path / "art" / "**" / f"mcd_report-{report['scorer']['key']}.json"), recursive=True))
+    assert len(keyed) == len(stable)  # one per namespace (direction) the chains live in
+    assert [Path(k).read_text() for k in keyed] == [Path(s).read_text() for s in stable]
     assert summary["n_clip_truncated"] >= 1  # the long caption, counted rather than silently cut
 
 

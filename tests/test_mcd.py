@@ -11,9 +11,8 @@ import random
 
 import numpy as np
 import pytest
-from PIL import Image
 
-from lmms_genbench.core.args import WrongModelError
+from lmms_genbench.core.errors import WrongModelError
 from lmms_genbench.metrics.functional.drift import MAPPINGS, DriftStats, mcd
 from lmms_genbench.metrics.scorers.base import MetricItem
 from lmms_genbench.metrics.scorers.mcd import MCD, DriftSettings, MCDScorer, source_table

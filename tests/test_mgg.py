@@ -7,7 +7,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from lmms_genbench.core.args import WrongModelError
+from lmms_genbench.core.errors import WrongModelError
 from lmms_genbench.data import sdp as sdp_data
 from lmms_genbench.metrics.functional.geneval import Detection
 from lmms_genbench.metrics.scorers import mgg

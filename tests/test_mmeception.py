@@ -1,6 +1,5 @@
 """MMECeption task functions and the GenCeption scorer on hand-made chains."""
 
-import json
 import math
 
 import datasets
@@ -8,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lmms_genbench.core.args import WrongModelError
+from lmms_genbench.core.errors import WrongModelError
 from lmms_genbench.metrics.scorers.genception import GENCEPTION, GenCeptionSettings, _groups
 from lmms_genbench.tasks.mmeception import utils
 

@@ -196,3 +196,21 @@ def test_no_global_matplotlib_side_effects(two_runs, tmp_path):
     )
     assert proc.stdout.split() == ["False", "False", "svg"], proc.stderr
     _check_png(tmp_path / HEATMAP_FILENAME)
+
+
+def test_a_folder_is_searched_for_the_results_it_can_plot(tmp_path, capsys):
+    """lmms-eval writes <output_path>/<model>/<date>_results.json, with <model> empty for
+    preset=smoke: a folder argument finds both layouts and skips runs of other tasks."""
+    logs = tmp_path / "logs"
+    (logs / "llava-hf__llava-1.5-7b-hf").mkdir(parents=True)
+    _write(logs / "2026-01-01T00-00-00_results.json", _task_results(1.0))
+    _write(logs / "llava-hf__llava-1.5-7b-hf" / "2026-01-02T00-00-00_results.json", _task_results(0.5, mgg=True))
+    (logs / "2026-01-03T00-00-00_results.json").write_text(json.dumps({"results": {"mmeception_smoke": {"gc@3,none": 0.5}}}))
+    assert main(["plot", str(logs), "--out", str(tmp_path / "fig")]) == 0
+    captured = capsys.readouterr()
+    assert "using 2 of 3 results files" in captured.err
+    assert sorted(Path(p).name for p in captured.out.split()) == [CURVES_FILENAME, HEATMAP_FILENAME]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["plot", str(empty)]) == 2
+    assert capsys.readouterr().err.strip().endswith("give the --output_path of an lmms-eval run of these tasks, or the files")

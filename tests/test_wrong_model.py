@@ -8,7 +8,7 @@ import re
 import pytest
 
 from lmms_genbench.chef import results as chef_results
-from lmms_genbench.core.args import WrongModelError
+from lmms_genbench.core.errors import ActionableError, WrongModelError
 from lmms_genbench.tasks.mmeception import utils as mmeception_utils
 
 from .lmms_eval_runs import BIN, run
@@ -19,8 +19,8 @@ def test_the_error_is_not_an_exception_so_lmms_eval_neither_retries_nor_swallows
     # logs any Exception and exits 0: the error must be outside that hierarchy.
     assert issubclass(WrongModelError, SystemExit) and not issubclass(WrongModelError, Exception)
     err = WrongModelError("cycle", "cycle tasks", "got 'A'")
-    assert str(err) == "lmms-genbench: cycle tasks must run with --model cycle; got 'A'" and err.model == "cycle"
-    assert err.code == "\n" + str(err)  # printed on its own line at exit (status 1)
+    assert str(err) == "lmms-genbench: error: cycle tasks must run with --model cycle; got 'A'. Fix: run them with --model cycle"
+    assert err.model == "cycle" and isinstance(err, ActionableError)
 
 
 @pytest.mark.parametrize("answer", ["A", "", '{"answer": "A"}', "[1, 2]", "42",

@@ -40,9 +40,32 @@ def _config(args):
     )
 
 
+def default_device() -> str:
+    """``cuda`` where a GPU is visible, else ``cpu``."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def with_device(args: dict, parameters: list[str], device: str) -> dict:
+    """``args`` with ``device`` (and ``device_map``, which transformers 5 needs for
+    lmms-eval's llava_hf) filled in where the class takes them and neither was given;
+    lmms-eval's and diffusers' own default is ``cuda``, which fails on a CPU machine."""
+    if "device" not in parameters or "device" in args or "device_map" in args:
+        return args
+    filled = {**args, "device": device}
+    if "device_map" in parameters:
+        filled["device_map"] = device
+    return filled
+
+
 def _run_build(args) -> int:
-    from ..generators import build_generator
+    from .. import host
+    from ..core.errors import load_failure
     from ..core.model_args import identity_args
+    from ..core.registry import parameter_names
+    from ..generators import build_generator
+    from ..generators.registry import GENERATORS
     from .build import BuildError, build_benchmark
     from .examiner import build_examiner, parse_model_args
 
@@ -50,10 +73,16 @@ def _run_build(args) -> int:
         config = _config(args)
         ex_args = parse_model_args(args.examiner_args)
         gen_args = parse_model_args(args.generator_args)
+        device = default_device()
+        gen_params = parameter_names(GENERATORS.load(args.generator)) if args.generator in GENERATORS else []
+        gen_args = with_device(gen_args, gen_params, device)
+        ex_args = with_device(ex_args, host.model_parameters(args.examiner), device)
         generator = build_generator(args.generator, **gen_args)
     except (ValueError, argparse.ArgumentTypeError) as exc:
         print(f"lmms-genbench autobench build: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # weights that do not load: one line naming the argument
+        raise load_failure(exc, "generator", args.generator, gen_args, "--generator-args ")
     examiner = build_examiner(args.examiner, ex_args, text_only=args.examiner_text_only)
     # the settings a reader needs to repeat the build, without credentials
     extra = {"examiner_spec": {"model": args.examiner, "args": identity_args(ex_args),

@@ -71,7 +71,8 @@ def parse_model_args(text: str | None) -> dict[str, Any]:
 
 def build_examiner(model: str, args: dict[str, Any], text_only: str = "none") -> LmmsExaminer:
     """Instantiate the registered lmms-eval model ``model`` with ``args``."""
-    return LmmsExaminer(host.build_model(model, args), host.model_identity(model, args), text_only)
+    lm = host.build_model(model, args, role="examiner", prefix="--examiner-args ")
+    return LmmsExaminer(lm, host.model_identity(model, args), text_only)
 
 
 class CachedExaminer:

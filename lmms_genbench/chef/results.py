@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from lmms_genbench.core.args import WrongModelError
+from lmms_genbench.core.errors import WrongModelError
 from lmms_genbench.metrics.functional.chef import (
     EqualWidthECE,
     PopeCounts,

@@ -19,6 +19,12 @@ robustness                  chef_robustness_*   rrm
 hallucination               chef_hallucination_*  pope_accuracy
 ==========================  ================  =========================
 
+A task whose raw metric is not a number (e.g. ``judge_score`` is NaN when no
+judge verdict parsed) is left out of its desideratum's mean, never dropped
+silently: ``chef_summary.json`` lists it under ``left_out`` with its counts, the
+command prints a note, and a desideratum left with no score keeps its axis in
+the figure (drawn at the centre, labelled "no score").
+
 Writes ``chef_summary.json``, ``chef_desiderata.png`` (radar with three or more
 desiderata, else bars; one polygon or bar group per model) and, when
 calibration bins are present, ``chef_reliability.png`` (one panel per model).
@@ -62,12 +68,26 @@ class ModelSummary:
     scores: dict[str, float] = field(default_factory=dict)
     tasks: dict[str, list[str]] = field(default_factory=dict)
     reliability: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    #: desideratum -> "<task>: <metric> is <value> (<counts>)" per task left out of its mean
+    left_out: dict[str, list[str]] = field(default_factory=dict)
+
+    def notes(self) -> list[str]:
+        """One line per task left out, saying whether its desideratum still has a score."""
+        return [
+            f"{self.label}: {des} {'has no score' if des not in self.scores else 'leaves out'}: {why}"
+            for des, whys in self.left_out.items() for why in whys
+        ]
 
 
 def _number(value: Any) -> float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return None
+
+
+def _left_out(task: str, metric: str, flat: dict[str, Any]) -> str:
+    counts = ", ".join(f"{k}={flat[k]:g}" for k in sorted(flat) if k.startswith("n_") and _number(flat[k]) is not None)
+    return f"{task}: {metric} is {flat.get(metric, 'missing')}" + (f" ({counts})" if counts else "")
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -90,6 +110,7 @@ def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) 
 
     errors: list[str] = []
     values: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    left_out: dict[str, dict[str, list[str]]] = {}
     reliab: dict[str, dict[str, list[dict[str, float]]]] = {}
     for i, path in enumerate(paths):
         path = Path(path)
@@ -103,15 +124,19 @@ def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) 
         for task, metrics in data["results"].items():
             flat = {k.split(",")[0]: v for k, v in metrics.items() if isinstance(k, str) and "," in k}
             for des, (prefix, metric) in SOURCES.items():
-                if task.startswith(prefix) and (v := _number(flat.get(metric))) is not None:
+                if not task.startswith(prefix):
+                    continue
+                if (v := _number(flat.get(metric))) is not None:
                     per[des].append((task, v))
+                else:
+                    left_out.setdefault(label, {}).setdefault(des, []).append(_left_out(task, metric, flat))
             if task.startswith("chef_calibration_") and "bin0_n" in flat:
                 reliab.setdefault(label, {})[task] = [
                     {k: _number(flat.get(f"bin{b}_{k}")) for k in ("acc", "conf", "n")} for b in range(10)
                 ]
     out = []
     for label, per in values.items():
-        s = ModelSummary(label, reliability=reliab.get(label, {}))
+        s = ModelSummary(label, reliability=reliab.get(label, {}), left_out=left_out.get(label, {}))
         for des in DESIDERATA:
             if per[des]:
                 raw = sum(v for _, v in per[des]) / len(per[des])
@@ -135,9 +160,12 @@ def draw_desiderata(summaries: Sequence[ModelSummary], out_file: Path) -> Path:
     """Radar (three or more desiderata with scores) or grouped bars, one series per model."""
     import numpy as np
 
-    axes_names = [d for d in DESIDERATA if any(not math.isnan(s.scores.get(d, math.nan)) for s in summaries)]
-    if not axes_names:
+    if not any(s.scores for s in summaries):
         raise SummaryError("no desideratum has a finite score in these results")
+    # a desideratum whose tasks ran but gave no number keeps its axis (at the centre)
+    axes_names = [d for d in DESIDERATA if any(d in s.scores or d in s.left_out for s in summaries)]
+    unscored = {d for d in axes_names if not any(d in s.scores for s in summaries)}
+    ticks = [SHORT[d] + ("\n(no score)" if d in unscored else "") for d in axes_names]
     fig = _figure(7, 6)
     if len(axes_names) >= 3:
         ax = fig.add_subplot(projection="polar")
@@ -147,7 +175,7 @@ def draw_desiderata(summaries: Sequence[ModelSummary], out_file: Path) -> Path:
             vals = [0.0 if math.isnan(v) else v for v in vals]  # missing drawn at the centre
             ax.plot([*angles, angles[0]], [*vals, vals[0]], marker="o", label=s.label)
             ax.fill([*angles, angles[0]], [*vals, vals[0]], alpha=0.1)
-        ax.set_xticks(angles, [SHORT[d] for d in axes_names])
+        ax.set_xticks(angles, ticks)
         ax.set_ylim(0, 100)
     else:
         ax = fig.add_subplot()
@@ -155,7 +183,7 @@ def draw_desiderata(summaries: Sequence[ModelSummary], out_file: Path) -> Path:
         x = np.arange(len(axes_names))
         for i, s in enumerate(summaries):
             ax.bar(x + i * width, [s.scores.get(d, math.nan) for d in axes_names], width, label=s.label)
-        ax.set_xticks(x + width * (len(summaries) - 1) / 2, [SHORT[d] for d in axes_names])
+        ax.set_xticks(x + width * (len(summaries) - 1) / 2, ticks)
         ax.set_ylim(0, 100)
         ax.set_ylabel("score (0–100)")
     ax.set_title("ChEF desiderata (0–100)")
@@ -186,14 +214,15 @@ def draw_reliability(summaries: Sequence[ModelSummary], out_file: Path) -> Path 
     return out_file
 
 
-def write_summary(paths, out_dir, labels=None) -> tuple[list[Path], list[str]]:
-    """Everything the command does; returns (written files, errors)."""
+def write_summary(paths, out_dir, labels=None) -> tuple[list[Path], list[str], list[str]]:
+    """Everything the command does; returns (written files, errors, notes on tasks left out)."""
     summaries, errors = summarize(paths, labels)
     if not summaries:
-        return [], errors or ["no usable results file"]
+        return [], errors or ["no usable results file"], []
+    notes = [note for s in summaries for note in s.notes()]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    payload = {s.label: {"scores": s.scores, "raw": s.raw, "tasks": s.tasks} for s in summaries}
+    payload = {s.label: {"scores": s.scores, "raw": s.raw, "tasks": s.tasks, "left_out": s.left_out} for s in summaries}
     summary_file = out / SUMMARY_FILENAME
     summary_file.write_text(json.dumps(payload, indent=2, allow_nan=True), encoding="utf-8")
     written = [summary_file]
@@ -204,4 +233,4 @@ def write_summary(paths, out_dir, labels=None) -> tuple[list[Path], list[str]]:
     rel = draw_reliability(summaries, out / RELIABILITY_FILENAME)
     if rel:
         written.append(rel)
-    return written, errors
+    return written, errors, notes

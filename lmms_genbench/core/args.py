@@ -21,25 +21,6 @@ class ArgumentError(ValueError):
     """A generator argument has a value the backend cannot use."""
 
 
-class WrongModelError(SystemExit):
-    """A task ran with a ``--model`` whose answers it cannot read: the run stops.
-
-    A :class:`SystemExit`, not a ValueError, because lmms-eval 0.7.3 would otherwise
-    hide it: it retries a failing ``process_results`` five times (its tenacity retry
-    covers ``Exception`` only) and its command turns any ``Exception`` into the log line
-    "Error during evaluation: RetryError[...]" and exit status 0. A SystemExit passes
-    both, so the command ends at once with this message as its one line on stderr, exit
-    status 1 and no results file. Python callers catch it as any SystemExit.
-    """
-
-    def __init__(self, model: str, tasks: str, got: str) -> None:
-        super().__init__(f"lmms-genbench: {tasks} must run with --model {model}; {got}")
-        self.model = model
-        # What Python prints on exit; on a line of its own, since lmms-eval's progress
-        # bar leaves its line open when the error interrupts it.
-        self.code = f"\n{self}"
-
-
 def _fail(arg: str, allowed: str, value: Any) -> ArgumentError:
     return ArgumentError(f"{arg}: expected {allowed}; got {value!r}")
 

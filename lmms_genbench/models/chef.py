@@ -52,7 +52,7 @@ from lmms_eval.api.model import lmms
 
 from .. import host
 from ..core.model_args import optional_int, split_prefixed
-from .cycle import _smoke_describer_args
+from .cycle import _OFFLINE, _smoke_describer_args
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class ChefModel(lmms):
         self.judge_temperature = float(judge_temperature)
         self.judge_image = judge_image not in (False, "false", "False", 0, "0")
 
-        self.inner = host.build_model(inner, inner_args)
+        self.inner = host.build_model(inner, inner_args, role="inner model", prefix="inner.", otherwise=_OFFLINE)
         self.inner_name = inner
         from ..chef.option_logprob import supports_hf_scoring
 
@@ -189,7 +189,7 @@ class ChefModel(lmms):
         elif judge == "inner":
             self.judge = self.inner
         else:
-            self.judge = host.build_model(judge, grouped["judge"])
+            self.judge = host.build_model(judge, grouped["judge"], role="judge", prefix="judge.")
         self._rank = getattr(self.inner, "rank", 0)
         self._world_size = getattr(self.inner, "world_size", 1)
 

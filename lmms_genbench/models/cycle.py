@@ -30,6 +30,7 @@ from lmms_eval.api.model import lmms
 from .. import host
 from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
 from ..generators import build_generator
+from ..core.errors import load_failure
 from ..core.model_args import optional_int, split_prefixed
 from ..core.registry import lookup
 
@@ -99,19 +100,35 @@ def _resolve_roles(preset, describer, generator, unified, describer_args, genera
     return describer, generator, None, describer_args, generator_args, {}
 
 
+#: the way out of a model that did not load, named in its error line
+_OFFLINE = "run offline with --model_args preset=smoke"
+
+
 def _build_roles(describer, generator, unified, describer_args, generator_args, unified_args):
-    """The describer and generator, and whether they may run on two threads at once."""
+    """The describer and generator, and whether they may run on two threads at once.
+
+    A role that does not load stops the run with one line naming its weights
+    argument (:class:`~lmms_genbench.core.errors.ActionableError`)."""
     if unified:
         from ..generators.unified import build_unified
 
-        model = build_unified(unified, **unified_args)
+        try:
+            model = build_unified(unified, **unified_args)
+        except Exception as exc:
+            raise load_failure(exc, "unified model", unified, unified_args, "unified.", _OFFLINE)
         return model, model, bool(getattr(model, "concurrent", False))
-    return build_describer(describer, describer_args), build_generator(generator, **generator_args), True
+    built_describer = build_describer(describer, describer_args)
+    try:
+        built_generator = build_generator(generator, **generator_args)
+    except Exception as exc:
+        raise load_failure(exc, "generator", generator, generator_args, "generator.", _OFFLINE)
+    return built_describer, built_generator, True
 
 
 def build_describer(name: str, args: dict[str, Any]):
     """Instantiate a registered lmms-eval model by name with its own arguments."""
-    return LmmsDescriber(host.build_model(name, args), host.model_identity(name, args))
+    model = host.build_model(name, args, role="describer", prefix="describer.", otherwise=_OFFLINE)
+    return LmmsDescriber(model, host.model_identity(name, args))
 
 
 def _chain_key(doc: Any, doc_id: int) -> str:

@@ -10,7 +10,19 @@ of what it reports:
 * ``fields(doc, chain)``: the doc fields the scorer needs later (a category, a source);
 * ``metric_names(length, settings)``: the names it reports for a chain length;
 * ``score(records, settings, length)``: the report, a flat dict;
-* ``payload(report)``: what goes to ``<namespace>/<report_file>`` beside the chains.
+* ``payload(report)``: what goes to ``<namespace>/<report_file>`` beside the chains;
+* ``prepare(record, length)``: what scoring reads of a chain, or why it cannot be scored
+  (the report lists each refused doc with that reason).
+
+Reports are keyed by scorer: ``<namespace>/<stem>-<key>.json`` holds the report of the
+scorer settings whose short hash is ``key`` (networks and options, not device or batch
+size), so a rerun with other networks writes beside it; ``<namespace>/<report_file>``
+is a copy of the latest one. Both name the settings and list the failed chains with
+their reasons (the first :data:`MAX_FAILED_LISTED`, by chain id).
+
+Failures a person must fix (a response that is not a chain, a network that does not
+load) stop the run with one line naming the cause and the fix
+(:class:`~lmms_genbench.core.errors.ActionableError`), never a retried traceback.
 
 Settings: the task's ``generation_kwargs.scorer`` mapping travels on every chain
 (``preset`` picks one of the scorer's ``PRESETS``, other keys override it), then the
@@ -24,10 +36,13 @@ task asks is a counted failure with its reason; a chain with more is scored on i
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
 import json
 import logging
 import math
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -38,14 +53,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...engine.chain import Chain, NotAChainError, hop_kind
-from ...core.args import WrongModelError
-from ...core.keys import atomic_write
+from ...core.errors import ActionableError, WrongModelError, from_exception
+from ...core.keys import atomic_write, stable_hash
 from ...core.registry import lookup
 from ...engine.store import ChainLocation
 
 __all__ = [
     "ENV_BATCH",
     "ENV_DEVICE",
+    "MAX_FAILED_LISTED",
     "ChainRecord",
     "ChainScorer",
     "MetricItem",
@@ -61,6 +77,10 @@ logger = logging.getLogger(__name__)
 # Scoring settings shared by every scorer, overridable at run time.
 ENV_DEVICE = "LMMS_GENBENCH_SCORER_DEVICE"
 ENV_BATCH = "LMMS_GENBENCH_SCORER_BATCH"
+#: settings that change how fast a report is computed, not what it says: not in its key
+OPERATIONAL_SETTINGS = ("device", "batch_size")
+#: failed chains listed by id in a report (all are counted in its failure_reasons)
+MAX_FAILED_LISTED = 100
 
 
 # --------------------------------------------------------------------------- records
@@ -84,6 +104,7 @@ class ChainRecord:
     hops: int  # hops stored, gap-free from hop 0
     settings: str = "{}"
     fields: Mapping[str, Any] = field(default_factory=dict)
+    task: str = ""
 
     @property
     def ok(self) -> bool:
@@ -270,8 +291,17 @@ class ChainScorer:
     def score(self, records: Sequence[ChainRecord], settings: Any, length: int) -> dict[str, Any]:
         raise NotImplementedError
 
-    def payload(self, report: Mapping[str, Any]) -> Any:
+    def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
         return dict(report)
+
+    def prepare(self, record: ChainRecord, length: int) -> Any:
+        """What scoring reads of the chain, or why it cannot be scored (a ``str``)."""
+        return record if record.ok else record.reason or "failed"
+
+    def unscored(self, record: ChainRecord, length: int) -> str | None:
+        """Why ``record``'s chain cannot be scored, or None (the report lists these per doc)."""
+        prepared = self.prepare(record, length)
+        return prepared if isinstance(prepared, str) else None
 
     # ----------------------------------------------------------- settings
     def task_settings(self, scorer: Mapping[str, Any]) -> dict[str, Any]:
@@ -315,12 +345,23 @@ class ChainScorer:
             hops=chain.hops,
             settings=json.dumps({**chain.scorer, **settings}, sort_keys=True, default=str),
             fields=fields,
+            task=chain.task,
         )
 
     def process_results(self, doc: Mapping[str, Any], results: Sequence[Any], **settings: Any) -> dict[str, MetricItem]:
-        """lmms-eval's ``process_results``: the doc's record under each metric name."""
-        record = self.record(doc, results[0], **settings)
-        names = self.metric_names(record.length, self.task_settings(json.loads(record.settings)))
+        """lmms-eval's ``process_results``: the doc's record under each metric name.
+
+        lmms-eval retries this call on any ``Exception`` and then raises a ``RetryError``
+        around it; a failure here is deterministic, so it ends the run at once with one
+        line instead."""
+        try:
+            record = self.record(doc, results[0], **settings)
+            names = self.metric_names(record.length, self.task_settings(json.loads(record.settings)))
+        except Exception as exc:
+            raise from_exception(
+                exc, f"the {self.name} scorer could not read a doc's answer",
+                "check the task's generation_kwargs.scorer and its doc fields (--verbosity DEBUG shows the traceback)",
+            )
         return {name: MetricItem(name, record) for name in names}
 
     def aggregate(self, items: Sequence[MetricItem]) -> Any:
@@ -332,32 +373,129 @@ class ChainScorer:
     # ----------------------------------------------------------- report
     def report(self, records: Sequence[ChainRecord]) -> dict[str, Any]:
         """The report of ``records``, scored once per set of chains and settings and
-        written beside the chains."""
+        written beside the chains.
+
+        Raises:
+            ActionableError: the settings are invalid or a network does not load."""
         if not records:
             return {}
         settings = _one("scorer settings", {r.settings for r in records})
         length = _one("chain length", {r.length for r in records})
-        resolved = self.resolve(json.loads(settings))
+        task = records[0].task or "the task"
+        try:
+            resolved = self.resolve(json.loads(settings))
+        except Exception as exc:
+            raise from_exception(
+                exc, f"the {self.name} scorer settings of {task} are not valid",
+                "correct generation_kwargs.scorer or the LMMS_GENBENCH_* variable the message names",
+            )
         key = (resolved, length, tuple(r.cache_key() for r in records))
 
         def compute() -> dict[str, Any]:
-            report = self.score(records, resolved, length)
-            self.write(records, report)
+            try:
+                report = self.score(records, resolved, length)
+            except Exception as exc:
+                raise self._scoring_failure(exc, resolved, task)
+            self.write(records, report, resolved)
+            if not report.get("n_scored"):
+                docs = len({(r.chain_id, r.folder) for r in records})
+                where = Path(min(r.namespace for r in records)) / self.report_file
+                _no_score(task, docs, report.get("failure_reasons") or {}, where)
             return report
 
         return self._cache.get(key, compute)
 
-    def write(self, records: Sequence[ChainRecord], report: Mapping[str, Any]) -> None:
-        """Write the full report to each store namespace the records live in; an
-        unwritable store only logs a warning (the scores are already computed)."""
-        blob = json.dumps(self.payload(report), indent=2, sort_keys=True, default=str).encode("utf-8")
+    def _scoring_failure(self, exc: Exception, resolved: Any, task: str) -> ActionableError:
+        """One line naming the setting (and the variable that set it) whose network failed."""
+        values = _settings_dict(resolved)
+        text = str(exc)
+        culprit = next(
+            ((k, v) for k, v in values.items()
+             if k not in OPERATIONAL_SETTINGS and isinstance(v, str) and len(v) > 2 and v in text),
+            None,
+        )
+        offline = "or score offline with the smoke networks (--model_args preset=smoke, or generation_kwargs.scorer: {preset: smoke})"
+        if culprit is None:
+            return from_exception(
+                exc, f"the {self.name} scorer of {task} failed",
+                f"check generation_kwargs.scorer and the LMMS_GENBENCH_* variables, {offline}",
+            )
+        name, value = culprit
+        env = sorted(k for k, v in os.environ.items() if k.startswith("LMMS_GENBENCH_") and v == value)
+        where = f"{env[0]}={value}" if env else f"generation_kwargs.scorer {name}={value}"
+        return from_exception(
+            exc, f"the {self.name} scorer of {task} could not load its {name} network {value!r} (set by {where})",
+            f"point {env[0] if env else f'generation_kwargs.scorer.{name}'} at a network that loads here "
+            f"(a local folder, or a hub id whose weights are downloaded){', or unset it' if env else ''}, {offline}",
+        )
+
+    def report_key(self, resolved: Any) -> str:
+        """Short hash of the settings that decide a report's numbers (not device or batch size)."""
+        shown = {k: v for k, v in _settings_dict(resolved).items() if k not in OPERATIONAL_SETTINGS}
+        return stable_hash(shown, 8, ensure_ascii=True)
+
+    def keyed_report_file(self, resolved: Any) -> str:
+        """``report.json`` -> ``report-<key>.json``: this scorer's settings' own report."""
+        stem, dot, suffix = self.report_file.rpartition(".")
+        return f"{stem}-{self.report_key(resolved)}{dot}{suffix}"
+
+    def failed_docs(self, records: Sequence[ChainRecord]) -> list[dict[str, str]]:
+        """Every chain that could not be scored, with its reason, by chain id."""
+        out: dict[tuple[str, str], dict[str, str]] = {}
+        for rec in sorted(records, key=lambda r: (r.chain_id, r.folder)):
+            reason = self.unscored(rec, rec.length)
+            if reason is not None:
+                out.setdefault((rec.chain_id, rec.folder), {"chain_id": rec.chain_id, "reason": reason})
+        return list(out.values())
+
+    def write(self, records: Sequence[ChainRecord], report: Mapping[str, Any], resolved: Any = None) -> None:
+        """Write the full report to each store namespace the records live in, as this
+        scorer's keyed report and as the latest ``report_file``; an unwritable store
+        only logs a warning (the scores are already computed)."""
+        failed = self.failed_docs(records)
+        payload = {
+            **self.payload(report),
+            "scorer": {"name": self.name, "settings": _settings_dict(resolved), "key": self.report_key(resolved)},
+            "failed_docs": failed[:MAX_FAILED_LISTED],
+            "failed_docs_total": len(failed),
+        }
+        blob = json.dumps(payload, indent=2, sort_keys=True, default=str).encode("utf-8")
         for namespace in sorted({r.namespace for r in records}):
-            target = Path(namespace) / self.report_file
-            try:
-                atomic_write(target, lambda fh: fh.write(blob))
-                logger.info("%s report written to %s", self.name, target)
-            except OSError as exc:
-                logger.warning("could not write %s: %s", target, exc)
+            for name in (self.keyed_report_file(resolved), self.report_file):
+                target = Path(namespace) / name
+                try:
+                    atomic_write(target, lambda fh: fh.write(blob))
+                    logger.info("%s report written to %s", self.name, target)
+                except OSError as exc:
+                    logger.warning("could not write %s: %s", target, exc)
+
+
+def _settings_dict(resolved: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(resolved) and not isinstance(resolved, type):
+        return dataclasses.asdict(resolved)
+    return dict(resolved) if isinstance(resolved, Mapping) else {}
+
+
+#: tasks that produced no score in this process, repeated as the last lines at exit
+_NO_SCORE: list[str] = []
+_NO_SCORE_LOCK = threading.Lock()
+
+
+def _no_score(task: str, docs: int, reasons: Mapping[str, Any], report: Path) -> None:
+    shown = "; ".join(f"{reason} ({n})" for reason, n in list(reasons.items())[:3]) or "no chain was scorable"
+    line = f"lmms-genbench: {task} produced no score: 0 of {docs} docs scored ({shown}); each failed doc is in {report}"
+    logger.warning(line)
+    with _NO_SCORE_LOCK:
+        if not _NO_SCORE:
+            # lmms-eval prints its table after the aggregation: say it again last
+            atexit.register(_print_no_score)
+        if line not in _NO_SCORE:
+            _NO_SCORE.append(line)
+
+
+def _print_no_score() -> None:
+    for line in _NO_SCORE:
+        print(line, file=sys.stderr)
 
 
 def _one(what: str, values: set) -> Any:

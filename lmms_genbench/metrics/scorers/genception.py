@@ -245,6 +245,9 @@ class GenCeptionScorer(ChainScorer):
         report["failure_reasons"] = dict(failures)
         return report
 
+    def prepare(self, record: ChainRecord, length: int) -> list[str] | str:
+        return self._prepare(record, self.iterations(length))
+
     def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
         """``report.json``: the summary, and every category with its FID sample size."""
         categories = category_table(report)

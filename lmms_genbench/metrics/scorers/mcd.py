@@ -245,6 +245,8 @@ class MCDScorer(ChainScorer):
     def fields(self, doc, chain):
         return {"source": str(doc.get("source") or "")}
 
+    prepare = staticmethod(_prepare)  # the report lists each chain it refuses
+
     def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
         """``mcd_report.json``: the summary, and every source's table."""
         sources = source_table(report)

@@ -149,6 +149,8 @@ class MGGScorer(ChainScorer):
         except (TypeError, ValueError) as exc:
             raise ValueError(f"bad GenEval metadata: {exc}") from None
 
+    prepare = staticmethod(_prepare)  # the report lists each chain it refuses
+
     def metric_names(self, length: int, settings: Mapping[str, Any]) -> list[str]:
         drawn = _image_generations(length)  # text-first chains draw at odd generations
         names = ["mgg"] + [f"geneval@{g}" for g in drawn] + [f"mgg_{t}" for t in TAGS]

@@ -1,0 +1,129 @@
+"""Errors a person can act on: one line that names the cause and the fix.
+
+lmms-eval 0.7.3 hides such a line twice. It retries ``Task.process_results`` on any
+``Exception`` (tenacity: 5 attempts, 2 s apart, then a ``RetryError`` wrapping the
+cause), and its command catches every ``Exception`` of an evaluation, prints the
+traceback, logs "Error during evaluation" and exits 0. :class:`ActionableError` is a
+``SystemExit`` so that it passes both: tenacity retries only ``Exception``, the command
+catches only ``Exception``, and Python ends the process by printing the error's one
+line to stderr with exit status 1 (no traceback). Python callers catch it by name
+(``except ActionableError``); ``except Exception`` does not see it.
+
+With lmms-eval's ``--verbosity DEBUG`` (which lmms-eval copies to ``$VERBOSITY``) the
+original traceback is printed first, above the line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["VERBOSITY_ENV", "ActionableError", "WrongModelError", "describe", "from_exception", "load_failure", "one_line"]
+
+#: set by lmms-eval from ``--verbosity``; DEBUG prints the cause's traceback too
+VERBOSITY_ENV = "VERBOSITY"
+_MAX_CHARS = 500
+
+
+def one_line(text: object, limit: int = _MAX_CHARS) -> str:
+    """``text`` on one line (whitespace runs collapsed), at most ``limit`` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: first line of the message`` of an exception."""
+    lines = str(exc).strip().splitlines()
+    return one_line(f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__, 300)
+
+
+class _ExitLine(str):
+    """The error's line; made text (as Python does to print it when the error ends the
+    process) it first closes the progress bars still open, which would otherwise redraw
+    themselves below it when the unwound frames are freed."""
+
+    def __str__(self) -> str:
+        tqdm = sys.modules.get("tqdm")  # never imported here: only bars that exist
+        for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", ())):
+            try:
+                bar.close()
+            except Exception:  # a bar that cannot redraw must not hide the error
+                pass
+        return str.__str__(self)
+
+
+class ActionableError(SystemExit):
+    """A failure with its cause and its fix, shown as one line.
+
+    Attributes:
+        cause: what went wrong, naming the argument, file or network involved.
+        fix: what to change.
+    """
+
+    def __init__(self, cause: str, fix: str) -> None:
+        self.cause = one_line(cause)
+        self.fix = one_line(fix)
+        super().__init__(_ExitLine(f"lmms-genbench: error: {self.cause}. Fix: {self.fix}"))
+
+    @property
+    def message(self) -> str:
+        """``<cause>. Fix: <fix>``, without the program name."""
+        return f"{self.cause}. Fix: {self.fix}"
+
+
+class WrongModelError(ActionableError):
+    """A task ran with a ``--model`` whose answers it cannot read: the run stops at the
+    first such doc (``process_results``), before any score pretends to mean something."""
+
+    def __init__(self, model: str, tasks: str, got: str) -> None:
+        super().__init__(f"{tasks} must run with --model {model}; {got}", f"run them with --model {model}")
+        self.model = model
+
+
+def from_exception(exc: BaseException, cause: str, fix: str) -> ActionableError:
+    """An :class:`ActionableError` for ``exc`` (chained to it): ``cause (Type: message)``.
+
+    An ``ActionableError`` is returned unchanged, so nested boundaries keep the first
+    (most precise) line. Under ``--verbosity DEBUG`` the original traceback is printed."""
+    if isinstance(exc, ActionableError):
+        return exc
+    if os.environ.get(VERBOSITY_ENV, "").upper() == "DEBUG":
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    error = ActionableError(f"{cause} ({describe(exc)})", fix)
+    error.__cause__ = exc
+    return error
+
+
+#: arguments that name a model's weights, in the order lmms-eval's classes read them
+WEIGHT_ARGS = ("pretrained", "model_version", "model", "path")
+
+
+def load_failure(
+    exc: BaseException, role: str, name: str, args: Mapping[str, Any], prefix: str = "", otherwise: str = ""
+) -> ActionableError:
+    """The one line for a model (``role`` ``name`` built with ``args``) that did not load:
+    it names the weights argument as the user spells it (``prefix``: ``describer.``) and,
+    for a local path that does not exist, says so. ``otherwise``: another way out."""
+    otherwise = f", or {otherwise}" if otherwise else ""
+    weight = next((key for key in WEIGHT_ARGS if args.get(key) not in (None, "")), None)
+    if weight is None:
+        return from_exception(
+            exc, f"the {role} {name} did not load",
+            f"check its {prefix}<arg>=... values and name its weights with {prefix}pretrained=<a local "
+            f"folder or hub id>{otherwise}",
+        )
+    value = str(args[weight])
+    if value.startswith(("/", ".", "~")) and not os.path.exists(os.path.expanduser(value)):
+        return from_exception(
+            exc, f"the {role} {name} did not load: its weights {prefix}{weight}={value} do not exist",
+            f"give {prefix}{weight}=<an existing checkpoint folder or a hub id>{otherwise}",
+        )
+    return from_exception(
+        exc, f"the {role} {name} did not load with {prefix}{weight}={value}",
+        f"check {prefix}{weight} and the other {prefix}<arg> values (a hub id needs its weights "
+        f"downloaded: offline runs read only the Hugging Face cache; API models need their key in the "
+        f"environment){otherwise}",
+    )
