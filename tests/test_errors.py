@@ -113,7 +113,8 @@ def test_a_cycle_task_on_another_model_type_says_use_the_cycle_model(tmp_path):
     assert "RetryError" not in proc.stderr + proc.stdout
     last = _last_line(proc.stderr)
     assert last.startswith("lmms-genbench: error: the genception scorer got response is not a chain")
-    assert last.endswith("Fix: run it with --model cycle (--model_args describer=...,generator=... or unified=...)")
+    assert last.endswith("must run with --model cycle. Fix: run them with --model cycle "
+                         "(--model_args describer=...,generator=... or unified=...)")
 
 
 @pytest.mark.integration

@@ -114,7 +114,7 @@ def test_gc_fid_one_rule_for_small_samples_in_the_mean_and_n_min(tmp_path, monke
 
 
 def test_a_response_that_is_not_a_chain_stops_with_the_model_to_use():
-    with pytest.raises(WrongModelError, match=r"--model cycle; .*not a chain"):
+    with pytest.raises(WrongModelError, match=r"not a chain.*must run with --model cycle"):
         utils.process_results({"chain_id": "q1", "category": "scene"}, ["I am a plain text answer"])
 
 

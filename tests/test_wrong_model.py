@@ -19,7 +19,7 @@ def test_the_error_is_not_an_exception_so_lmms_eval_neither_retries_nor_swallows
     # logs any Exception and exits 0: the error must be outside that hierarchy.
     assert issubclass(WrongModelError, SystemExit) and not issubclass(WrongModelError, Exception)
     err = WrongModelError("cycle", "cycle tasks", "got 'A'")
-    assert str(err) == "lmms-genbench: error: cycle tasks must run with --model cycle; got 'A'. Fix: run them with --model cycle"
+    assert str(err) == "lmms-genbench: error: got 'A'; cycle tasks must run with --model cycle. Fix: run them with --model cycle"
     assert err.model == "cycle" and isinstance(err, ActionableError)
 
 
@@ -50,7 +50,7 @@ def test_lmms_eval_with_a_plain_model_stops_with_one_line_naming_the_model(tmp_p
                 "--output_path", str(out), "--log_samples"], tmp_path, timeout=900)
     ours = [line for line in re.split(r"[\r\n]+", proc.stderr) if "lmms-genbench" in line]
     assert len(ours) == 1, proc.stderr[-3000:]  # stopped at the first doc, not retried
-    assert ours[0].startswith("lmms-genbench: ") and f"must run with --model {model};" in ours[0]
+    assert ours[0].startswith("lmms-genbench: ") and f"must run with --model {model}. Fix: run them with --model {model}" in ours[0]
     assert proc.returncode == 1
     assert "RetryError" not in proc.stdout + proc.stderr  # not retried, not wrapped
     assert "Traceback" not in proc.stderr

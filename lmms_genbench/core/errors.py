@@ -78,8 +78,8 @@ class WrongModelError(ActionableError):
     """A task ran with a ``--model`` whose answers it cannot read: the run stops at the
     first such doc (``process_results``), before any score pretends to mean something."""
 
-    def __init__(self, model: str, tasks: str, got: str) -> None:
-        super().__init__(f"{tasks} must run with --model {model}; {got}", f"run them with --model {model}")
+    def __init__(self, model: str, tasks: str, got: str, how: str = "") -> None:
+        super().__init__(f"{got}; {tasks} must run with --model {model}", f"run them with --model {model}{how}")
         self.model = model
 
 

@@ -326,8 +326,8 @@ class ChainScorer:
             chain = Chain.from_json(response)
         except NotAChainError as exc:
             raise WrongModelError(
-                "cycle", "cycle tasks (mmeception*, sdp_*)",
-                f"the {self.name} scorer got {exc} (a unified model runs as --model cycle --model_args unified=...)",
+                "cycle", "cycle tasks (mmeception*, sdp_*)", f"the {self.name} scorer got {exc}",
+                " (--model_args describer=...,generator=... or unified=...)",
             ) from None
         status, reason, fields = chain.status, None if chain.ok else str(chain.failure), {}
         try:
