@@ -206,9 +206,14 @@ def _pil_images(lm):
 
 
 def _vllm_messages(messages: list[dict]) -> list[dict]:
-    parts = {"image": lambda part: {"type": "image_pil", "image_pil": part["url"]},
+    # RGB, as vLLM makes every image it decodes from a URL; it passes PIL images on as given
+    parts = {"image": lambda part: {"type": "image_pil", "image_pil": _rgb(part["url"])},
              "text": lambda part: {"type": "text", "text": part["text"]}}
     return [{"role": m["role"], "content": [parts[p["type"]](p) for p in m["content"]]} for m in messages]
+
+
+def _rgb(image: Image.Image) -> Image.Image:
+    return image if image.mode == "RGB" else image.convert("RGB")
 
 
 def _stop_strings(index: int, until) -> list[str]:

@@ -201,7 +201,7 @@ def test_the_real_vllm_chat_class_takes_the_larger_length_without_the_host(monke
 def test_through_the_host_the_real_vllm_chat_class_keeps_the_task_length(monkeypatch, mode):
     monkeypatch.setenv("LMMS_GENBENCH_VLLM_IMAGES", mode)
     lm = _real_vllm_chat(monkeypatch, batch_size=8)
-    images = [Image.new("RGB", (40, 30), (i, 2, 3)) for i in range(3)]
+    images = [Image.new("RGB", (40, 30), (i, 2, 3)) for i in range(2)] + [Image.new("L", (40, 30), 7)]
     out = host.generate(lm, [("Describe.", {"max_new_tokens": 24, "temperature": 0.5, "until": [STOP]}, [im])
                              for im in images])
     assert out == [_words(24)[: _words(24).index(STOP)]] * 3
@@ -210,7 +210,9 @@ def test_through_the_host_the_real_vllm_chat_class_keeps_the_task_length(monkeyp
     parts = [m[0]["content"] for m in messages]
     assert [p[-1] for p in parts] == [{"type": "text", "text": "Describe."}] * 3
     if mode == "pil":  # handed over as they are: the same objects, no encoding
-        assert [p[0] for p in parts] == [{"type": "image_pil", "image_pil": im} for im in images]
+        assert [p[0] for p in parts[:2]] == [{"type": "image_pil", "image_pil": im} for im in images[:2]]
+        # RGB, as vLLM converts the images it decodes
+        assert parts[2][0]["image_pil"].mode == "RGB" and parts[2][0]["image_pil"].getpixel((0, 0)) == (7, 7, 7)
     else:  # the class's own path: base64 PNG
         assert all(p[0]["image_url"]["url"].startswith("data:image/png;base64,") for p in parts)
     assert lm.max_new_tokens == 4096 and "make_one_request" not in vars(lm) and lm.task_dict == {}
