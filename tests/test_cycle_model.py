@@ -148,3 +148,19 @@ def test_vllm_defaults_leave_gpus_and_other_describers_alone(tmp_path, monkeypat
     CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})
     # the class's own memory fraction on a GPU; describer_batch's default
     assert FakeVllm.built[-1] == {"model": "m", "batch_size": 16, "gpu_memory_utilization": 0.8}
+
+
+def test_a_vllm_start_failure_names_the_memory_setting(tmp_path, monkeypatch):
+    import pytest
+
+    class Failing(FakeVllm):
+        def __init__(self, **kwargs):
+            raise RuntimeError("Engine core initialization failed. See root cause above.")
+
+    _vllm_cycle(monkeypatch, tmp_path)
+    import lmms_eval.models
+
+    monkeypatch.setattr(lmms_eval.models, "get_model", lambda name, *a, **k: Failing)
+    with pytest.raises(RuntimeError, match=r"describer=vllm did not start \(RuntimeError: Engine core initialization "
+                                           r"failed.*describer.gpu_memory_utilization \(here 0.1\)"):
+        CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})

@@ -130,7 +130,20 @@ def _build_roles(describer, generator, unified, describer_args, generator_args, 
 
 def build_describer(name: str, args: dict[str, Any]):
     """Instantiate a registered lmms-eval model by name with its own arguments."""
-    return LmmsDescriber(host.build_model(name, args), host.model_identity(name, args))
+    try:
+        lm = host.build_model(name, args)
+    except Exception as exc:
+        if name != "vllm":
+            raise
+        # vLLM's engine fails in a child process; the parent sees only "initialization
+        # failed", most often for memory: say which argument decides it
+        raise RuntimeError(
+            f"describer=vllm did not start ({type(exc).__name__}: {exc}). If vLLM's log above blames "
+            f"memory, change describer.gpu_memory_utilization (here {args.get('gpu_memory_utilization', 'the class default 0.8')}): "
+            "the fraction of the GPU's memory, or on a machine without CUDA of the RAM "
+            f"(default {VLLM_CPU_MEMORY_FRACTION} there), that vLLM reserves for the weights and the KV cache"
+        ) from exc
+    return LmmsDescriber(lm, host.model_identity(name, args))
 
 
 def _chain_key(doc: Any, doc_id: int) -> str:
