@@ -55,6 +55,7 @@ from typing import Any
 
 from PIL import Image
 
+from .core.args import as_int
 from .core.keys import slug_key, stable_hash
 from .core.model_args import identity_args
 
@@ -159,8 +160,8 @@ def _length_ceiling(lm, requests: list[dict]):
     own = lm.max_new_tokens
     wanted = []
     for i, kwargs in enumerate(requests):
-        kwargs["max_new_tokens"] = _positive_int(f"items[{i}] gen_kwargs max_new_tokens",
-                                                 kwargs.get("max_new_tokens", own))
+        kwargs["max_new_tokens"] = as_int(f"items[{i}] gen_kwargs max_new_tokens",
+                                          kwargs.get("max_new_tokens", own), minimum=1)
         wanted.append(kwargs["max_new_tokens"])
     lm.max_new_tokens = min(wanted)
     try:
@@ -232,12 +233,6 @@ def _cut_at_stop(text, stops: list[str]):
         return text
     cut = min((text.index(stop) for stop in stops if stop in text), default=None)
     return text if cut is None else text[:cut]
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit() or int(value) < 1:
-        raise ValueError(f"{name}: expected a positive integer; got {value!r}")
-    return int(value)
 
 
 def _doc_to_visual(doc):

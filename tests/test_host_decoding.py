@@ -134,7 +134,7 @@ def test_the_vllm_ceiling_is_per_request_and_put_back_after_the_call():
 
 def test_a_bad_length_is_named_before_anything_is_sent():
     lm = VllmChat()
-    with pytest.raises(ValueError, match=r"^items\[1\] gen_kwargs max_new_tokens: expected a positive integer; got 0"):
+    with pytest.raises(ValueError, match=r"^items\[1\] gen_kwargs max_new_tokens: expected an integer >= 1; got 0"):
         host.generate(lm, [("a", {"max_new_tokens": 3}, []), ("b", {"max_new_tokens": 0}, [])])
     with pytest.raises(TypeError, match=r"^items\[0\] gen_kwargs until: expected a string or a list of strings"):
         host.generate(lm, [("a", {"until": 3}, [])])
