@@ -59,9 +59,10 @@ def _smoke_describer_args() -> dict[str, Any]:
 
 
 # lmms-eval's vllm chat class sends one prompt per call (batch_size=1) and asks
-# vLLM for 80% of the device's memory. On a CPU that is 80% of the RAM for the KV
-# cache: with vLLM 0.32, 0.92 fails at start, 0.8 took 11 GB, and 0.1 serves
-# small models. On a GPU the class's default stands.
+# vLLM for 80% of the device's memory. vLLM 0.32's CPU backend reserves that
+# fraction of the RAM for the weights and the KV cache up front (its cpu_worker.py):
+# 0.92 fails at start, 0.8 took 11 GB, 0.1 serves small models (issue 13). On a
+# GPU the class's default stands.
 VLLM_CPU_MEMORY_FRACTION = 0.1
 
 
