@@ -28,16 +28,17 @@ What lmms-eval 0.7.3 expects (the facts this module encodes):
 Classes disagree on the request's decoding settings, so :func:`generate` makes
 them hold whatever the class (read from lmms-eval 0.7.3's source):
 
-* ``max_new_tokens``: the transformers classes (``llava_hf``, ``qwen2_vl``, ...)
-  and ``openai`` use the request's value (defaults 1024, 128, 1024). The
+* ``max_new_tokens``: the transformers classes (``llava_hf``, ``qwen2_vl``,
+  ``qwen2_5_vl``, ...) and ``openai`` use the request's value (defaults 1024,
+  128, 128, 1024). The
   ``vllm`` classes use ``max(request's, their own max_new_tokens)`` (own
   default 4096 for the chat class, 1024 for the simple one), which makes the
   request's length a floor: for the call their own value is lowered to the
   smallest the requests ask (see :func:`_length_ceiling`).
 * ``temperature``: every class above uses the request's (default 0).
 * ``until`` (stop strings): only the simple transformers classes honour it; the
-  ``vllm``, ``openai`` and ``llava_hf`` chat classes ignore it, so every answer
-  is cut at its first stop string here.
+  ``vllm``, ``openai``, ``llava_hf`` and ``qwen2_5_vl`` chat classes ignore it,
+  so every answer is cut at its first stop string here.
 * Images: the ``vllm`` chat class base64-encodes each image as PNG for vLLM to
   decode again (most of the describe time on small models). vLLM's ``LLM.chat``
   takes PIL images as they are, so for the call the class's request builder is

@@ -70,6 +70,14 @@ class Qwen2VlSimple(_Fake):
         return text.strip()
 
 
+class Qwen25VlChat(_Fake):
+    """chat/qwen2_5_vl.py 120-128: default 128 and 0 merged under the request's; ``until`` ignored."""
+
+    def rule(self, kwargs):
+        merged = {"max_new_tokens": 128, "temperature": 0.0, **kwargs}
+        return merged["max_new_tokens"], merged["temperature"]
+
+
 class VllmChat(_Fake):
     """chat/vllm.py 65-75 with simple/vllm.py 333-341: max(request's, own 4096);
     temperature default 0; ``until`` ignored."""
@@ -95,7 +103,7 @@ class OpenAiChat(_Fake):
         return kwargs.get("max_new_tokens", 1024), kwargs.get("temperature", 0)
 
 
-CLASSES = [LlavaHfChat, Qwen2VlSimple, VllmChat, OpenAiChat]
+CLASSES = [LlavaHfChat, Qwen2VlSimple, Qwen25VlChat, VllmChat, OpenAiChat]
 IMAGE = Image.new("RGB", (8, 8), (1, 2, 3))
 
 
@@ -121,7 +129,7 @@ def test_answers_end_before_the_first_stop_string(cls, until):
 def test_without_settings_each_class_keeps_its_own_defaults(cls):
     lm = cls()
     host.generate(lm, [("Describe.", None, [IMAGE])])
-    assert lm.sent == [{"max_new_tokens": {LlavaHfChat: 1024, Qwen2VlSimple: 128, VllmChat: 4096,
+    assert lm.sent == [{"max_new_tokens": {LlavaHfChat: 1024, Qwen2VlSimple: 128, Qwen25VlChat: 128, VllmChat: 4096,
                                            OpenAiChat: 1024}[cls], "temperature": 0}]
 
 
