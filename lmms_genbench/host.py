@@ -24,15 +24,39 @@ What lmms-eval 0.7.3 expects (the facts this module encodes):
   request gets its own deep copy.
 * ``generate_until`` may answer a ``GenerationResult`` or a ``(text, meta)``
   pair instead of a string: ``unwrap_generation_output`` normalises them.
+
+Classes disagree on the request's decoding settings, so :func:`generate` makes
+them hold whatever the class (read from lmms-eval 0.7.3's source):
+
+* ``max_new_tokens``: the transformers classes (``llava_hf``, ``qwen2_vl``,
+  ``qwen2_5_vl``, ...) and ``openai`` use the request's value (defaults 1024,
+  128, 128, 1024). The
+  ``vllm`` classes use ``max(request's, their own max_new_tokens)`` (own
+  default 4096 for the chat class, 1024 for the simple one), which makes the
+  request's length a floor: for the call their own value is lowered to the
+  smallest the requests ask (see :func:`_length_ceiling`).
+* ``temperature``: every class above uses the request's (default 0).
+* ``until`` (stop strings): only the simple transformers classes honour it; the
+  ``vllm``, ``openai``, ``llava_hf`` and ``qwen2_5_vl`` chat classes ignore it,
+  so every answer is cut at its first stop string here.
+* Images: the ``vllm`` chat class base64-encodes each image as PNG for vLLM to
+  decode again (most of the describe time on small models). vLLM's ``LLM.chat``
+  takes PIL images as they are, so for the call the class's request builder is
+  swapped for one that hands them over (``$LMMS_GENBENCH_VLLM_IMAGES=encoded``
+  keeps the class's own encoding).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from PIL import Image
+
+from .core.args import as_int
 from .core.errors import from_exception, load_failure
 from .core.keys import slug_key, stable_hash
 from .core.model_args import identity_args
@@ -107,8 +131,10 @@ def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str
     one unwrapped output per item out (a text; a list of texts where a model
     answers with rounds; callers decide what to do with anything but a text).
 
-    The caller's ``gen_kwargs`` are never changed. Raises whatever the model
-    raises, and ``RuntimeError`` when it answers the wrong number of results.
+    The task's ``max_new_tokens``, ``temperature`` and ``until`` hold whatever
+    the model's class (see the module's notes). The caller's ``gen_kwargs`` are
+    never changed. Raises whatever the model raises, and ``RuntimeError`` when
+    it answers the wrong number of results.
     """
     items = _check_items(items, "generate", ("context", "gen_kwargs", "images"), (Mapping, type(None)))
     if not items:
@@ -116,13 +142,16 @@ def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str
     from lmms_eval.api.instance import unwrap_generation_output
 
     simple = getattr(lm, "is_simple", True)
+    requests = [copy.deepcopy(dict(gen_kwargs or {})) for _, gen_kwargs, _ in items]
+    # read before sending: models pop ``until`` from their copy
+    stops = [_stop_strings(i, kwargs.get("until")) for i, kwargs in enumerate(requests)]
     arguments = []
-    for doc_id, (context, gen_kwargs, _) in enumerate(items):
-        kwargs = copy.deepcopy(dict(gen_kwargs or {}))
+    for doc_id, ((context, _, _), kwargs) in enumerate(zip(items, requests)):
         arguments.append((context, kwargs, _doc_to_visual, doc_id, task, split) if simple
                          else (context, _doc_to_messages, kwargs, doc_id, task, split))
-    out = _send(lm, "generate_until", items, arguments, task, split)
-    return [unwrap_generation_output(o)[0] for o in out]
+    with _task_settings(lm, requests, items):
+        out = _send(lm, "generate_until", items, arguments, task, split)
+    return [_cut_at_stop(unwrap_generation_output(o)[0], stop) for o, stop in zip(out, stops)]
 
 
 def loglikelihood(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str = DEFAULT_SPLIT) -> list:
@@ -135,6 +164,111 @@ def loglikelihood(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split
     arguments = [(context, continuation, _doc_to_visual, doc_id, task, split)
                  for doc_id, (context, continuation, _) in enumerate(items)]
     return _send(lm, "loglikelihood", items, arguments, task, split)
+
+
+# -- the task's decoding settings, whatever the class -------------------------------
+
+#: ``$LMMS_GENBENCH_VLLM_IMAGES``: how images reach vLLM through its chat class
+VLLM_IMAGE_MODES = ("pil", "encoded")
+
+
+@contextlib.contextmanager
+def _task_settings(lm, requests: list[dict], items: list[tuple]):
+    """Adjust ``lm`` for one call so that its own rules give each request the
+    task's settings; undone after the call, whatever happens."""
+    with contextlib.ExitStack() as stack:
+        if callable(getattr(lm, "_select_max_new_tokens", None)) and isinstance(getattr(lm, "max_new_tokens", None), int):
+            stack.enter_context(_length_ceiling(lm, requests))
+        if _is_vllm_chat(lm) and _vllm_image_mode() == "pil" and all(
+                isinstance(image, Image.Image) for item in items for image in item[2]):
+            stack.enter_context(_pil_images(lm))
+        yield
+
+
+@contextlib.contextmanager
+def _length_ceiling(lm, requests: list[dict]):
+    """For a class that answers ``max(request's max_new_tokens, its own)``.
+
+    Its own value is lowered to the smallest the requests ask, so the rule picks
+    each request's own; a request without one is given the model's own, as the
+    class would. The rule is checked before anything is sent: if a new lmms-eval
+    changed it, this refuses rather than letting the length drift."""
+    own = lm.max_new_tokens
+    wanted = []
+    for i, kwargs in enumerate(requests):
+        kwargs["max_new_tokens"] = as_int(f"items[{i}] gen_kwargs max_new_tokens",
+                                          kwargs.get("max_new_tokens", own), minimum=1)
+        wanted.append(kwargs["max_new_tokens"])
+    lm.max_new_tokens = min(wanted)
+    try:
+        chosen = [lm._select_max_new_tokens(n) for n in wanted]
+        if chosen != wanted:
+            raise RuntimeError(
+                f"{type(lm).__name__}._select_max_new_tokens chose {chosen} for the requested {wanted}: "
+                "its rule is no longer lmms-eval 0.7.3's max(request, model); lmms_genbench.host needs porting"
+            )
+        yield
+    finally:
+        lm.max_new_tokens = own
+
+
+def _is_vllm_chat(lm) -> bool:
+    # by name, not isinstance: importing the class would import vLLM for every model
+    return any(cls.__module__ == "lmms_eval.models.chat.vllm" and cls.__name__ == "VLLM" for cls in type(lm).__mro__)
+
+
+def _vllm_image_mode() -> str:
+    mode = os.environ.get("LMMS_GENBENCH_VLLM_IMAGES", "pil")
+    if mode not in VLLM_IMAGE_MODES:
+        raise ValueError(f"LMMS_GENBENCH_VLLM_IMAGES: expected one of {', '.join(VLLM_IMAGE_MODES)}; got {mode!r}")
+    return mode
+
+
+@contextlib.contextmanager
+def _pil_images(lm):
+    """The vllm chat class's ``make_one_request``, with images handed over as PIL
+    images (vLLM's ``image_pil`` parts) instead of base64 PNG data URLs; the
+    sampling parameters are the class's own (``_resolve_sampling_params``)."""
+
+    def make_one_request(request):
+        _, to_messages, gen_kwargs, doc_id, task, split = request.arguments
+        messages = to_messages(lm.task_dict[task][split][doc_id])
+        return _vllm_messages(messages), lm._resolve_sampling_params(gen_kwargs)
+
+    lm.make_one_request = make_one_request  # an instance attribute shadows the method
+    try:
+        yield
+    finally:
+        del lm.make_one_request
+
+
+def _vllm_messages(messages: list[dict]) -> list[dict]:
+    # RGB, as vLLM makes every image it decodes from a URL; it passes PIL images on as given
+    parts = {"image": lambda part: {"type": "image_pil", "image_pil": _rgb(part["url"])},
+             "text": lambda part: {"type": "text", "text": part["text"]}}
+    return [{"role": m["role"], "content": [parts[p["type"]](p) for p in m["content"]]} for m in messages]
+
+
+def _rgb(image: Image.Image) -> Image.Image:
+    return image if image.mode == "RGB" else image.convert("RGB")
+
+
+def _stop_strings(index: int, until) -> list[str]:
+    if until is None:
+        return []
+    if isinstance(until, str):
+        until = [until]
+    if not isinstance(until, (list, tuple)) or not all(isinstance(u, str) for u in until):
+        raise TypeError(f"items[{index}] gen_kwargs until: expected a string or a list of strings; got {until!r:.200}")
+    return [u for u in until if u]
+
+
+def _cut_at_stop(text, stops: list[str]):
+    """``text`` up to its first stop string, as the transformers classes cut it."""
+    if not isinstance(text, str):
+        return text
+    cut = min((text.index(stop) for stop in stops if stop in text), default=None)
+    return text if cut is None else text[:cut]
 
 
 def _doc_to_visual(doc):

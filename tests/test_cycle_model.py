@@ -67,3 +67,99 @@ def test_scorer_settings_ride_on_the_chain_and_stay_out_of_its_key(tmp_path):
     assert Chain.from_json(model.generate_until([_request(0, dict(scored))])[0]).scorer == {"preset": "smoke", "sources": ["x"]}
     named = {**plain, "scorer": {"preset": "paper"}}
     assert Chain.from_json(model.generate_until([_request(0, dict(named))])[0]).scorer == {"preset": "paper"}
+
+
+# -- describer=vllm: defaults and resume -----------------------------------------------
+
+
+class FakeVllm:
+    """Mimics lmms-eval 0.7.3's vllm chat class where chains meet it: the
+    max(request, own) length rule, ``batch_size`` requests per engine call."""
+
+    is_simple = False
+    built: list = []
+
+    def __init__(self, model, batch_size=1, gpu_memory_utilization=0.8, max_new_tokens=4096, **kwargs):
+        self.built.append({"model": model, "batch_size": batch_size,
+                           "gpu_memory_utilization": gpu_memory_utilization, **kwargs})
+        self.batch_size, self.max_new_tokens, self.calls, self.task_dict = int(batch_size), max_new_tokens, [], {}
+
+    def _select_max_new_tokens(self, request_max_new_tokens):
+        return max(int(request_max_new_tokens), self.max_new_tokens)
+
+    def generate_until(self, requests):
+        out = []
+        for start in range(0, len(requests), self.batch_size):
+            batch = requests[start:start + self.batch_size]
+            self.calls.append(len(batch))
+            out += [" ".join(["word"] * self._select_max_new_tokens(r.args[2]["max_new_tokens"])) for r in batch]
+        return out
+
+
+def _vllm_cycle(monkeypatch, tmp_path, **args):
+    import lmms_eval.models
+    import torch
+
+    from lmms_genbench.models import cycle
+
+    monkeypatch.setattr(lmms_eval.models, "get_model", lambda name, *a, **k: {"vllm": FakeVllm}[name])
+    monkeypatch.setattr(cycle, "build_generator", lambda name, **kwargs: FakeGenerator())
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    FakeVllm.built = []
+    return CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), describer_batch=4,
+                      **{"describer.model": "some/vlm", **args})
+
+
+def test_vllm_describer_defaults_batch_and_length_and_resumes_after_machine_settings_change(tmp_path, monkeypatch):
+    model = _vllm_cycle(monkeypatch, tmp_path)
+    # batches from describer_batch, a memory fraction a CPU can give
+    assert FakeVllm.built == [{"model": "some/vlm", "batch_size": 4, "gpu_memory_utilization": 0.1}]
+    images = [Image.new("RGB", (8, 8), (i, 20, 30)) for i in range(6)]
+    model.task_dict = {"sdp": {"test": [{"chain_id": f"c{i}", "image": im} for i, im in enumerate(images)]}}
+    gen_kwargs = {"iterations": 2, "generate_prompt": "{description}", "max_new_tokens": 24, "temperature": 0}
+    chains = [Chain.from_json(r) for r in model.generate_until([_request(i, dict(gen_kwargs)) for i in range(6)])]
+    assert all(c.status == "ok" for c in chains)
+    # the task's length, not the class's 4096 floor, in batches of describer_batch
+    assert {len(c.path(h).read_text().split()) for c in chains for h in (1, 3)} == {24}
+    assert model.describer.lm.calls == [4, 2, 4, 2]
+    computed = model.last_stats
+
+    # another machine: other memory fraction, parallelism and scheduling; same chains
+    again = _vllm_cycle(monkeypatch, tmp_path, **{"describer.gpu_memory_utilization": 0.5,
+                                                  "describer.tensor_parallel_size": 2,
+                                                  "describer.max_num_seqs": 8, "describer.batch_size": 6})
+    assert FakeVllm.built[0]["gpu_memory_utilization"] == 0.5 and FakeVllm.built[0]["batch_size"] == 6
+    assert again.describer.name == model.describer.name
+    again.task_dict = model.task_dict
+    resumed = [Chain.from_json(r) for r in again.generate_until([_request(i, dict(gen_kwargs)) for i in range(6)])]
+    assert [c.namespace for c in resumed] == [c.namespace for c in chains]
+    stats = again.last_stats
+    assert stats.describe_calls == stats.generate_calls == 0 and again.describer.lm.calls == []
+    # every stored hop of the first run (seed, two descriptions, two drawings per chain) reused
+    assert stats.hops_reused == computed.seeds_stored + computed.describe_items + computed.generate_items == 6 * 5
+
+
+def test_vllm_defaults_leave_gpus_and_other_describers_alone(tmp_path, monkeypatch):
+    import torch
+
+    _vllm_cycle(monkeypatch, tmp_path)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})
+    # the class's own memory fraction on a GPU; describer_batch's default
+    assert FakeVllm.built[-1] == {"model": "m", "batch_size": 16, "gpu_memory_utilization": 0.8}
+
+
+def test_a_vllm_start_failure_names_the_memory_setting(tmp_path, monkeypatch):
+    import pytest
+
+    class Failing(FakeVllm):
+        def __init__(self, **kwargs):
+            raise RuntimeError("Engine core initialization failed. See root cause above.")
+
+    _vllm_cycle(monkeypatch, tmp_path)
+    import lmms_eval.models
+
+    monkeypatch.setattr(lmms_eval.models, "get_model", lambda name, *a, **k: Failing)
+    with pytest.raises(RuntimeError, match=r"describer=vllm did not start \(RuntimeError: Engine core initialization "
+                                           r"failed.*describer.gpu_memory_utilization \(here 0.1\)"):
+        CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})

@@ -363,3 +363,29 @@ def test_tiny_qwen2_vl_path_caches_beside_llava(
     assert build_tiny_qwen2_vl(foreign, seed=0) == foreign.absolute()
     assert json.loads((foreign / "config.json").read_text())["model_type"] == "qwen2_vl"
     assert _leftovers(tmp_path) == []
+
+
+def test_the_vllm_qwen2_vl_has_head_dim_32_and_describes_with_transformers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_thread: None
+) -> None:
+    from lmms_genbench.engine.describer import LmmsDescriber
+    from lmms_genbench.smoke.llava import VLLM_HEAD_DIM
+
+    monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "root"))
+    path = tiny_qwen2_vl_path(seed=0, head_dim=VLLM_HEAD_DIM)
+    key = smoke_describer.build_key()[:8]
+    assert path == (tmp_path / "root" / "smoke" / f"tiny-qwen2-vl-h32-s0-{key}").absolute()
+    assert json.loads((path / "genbench_smoke.json").read_text())["model"] == "qwen2_vl_h32"
+    text = json.loads((path / "config.json").read_text())["text_config"]
+    # vLLM's CPU attention takes head sizes 32, 64, 80, ... (not 16)
+    assert text["hidden_size"] // text["num_attention_heads"] == VLLM_HEAD_DIM == 32
+    assert sum(text["rope_parameters"]["mrope_section"]) == VLLM_HEAD_DIM // 2
+    # the original head size keeps its own folder: one never stands in for the other
+    assert tiny_qwen2_vl_path(seed=0) == (tmp_path / "root" / "smoke" / f"tiny-qwen2-vl-s0-{key}").absolute()
+    lm = _load_qwen(path, batch_size=2)
+    calls = _count_generate(lm)
+    images = [Image.fromarray(getattr(skimage_data, name)()) for name in QWEN_IMAGES[:2]]
+    texts = LmmsDescriber(lm, "h32").describe(images, PROMPT, {"max_new_tokens": 8, "temperature": 0})
+    assert all(isinstance(t, str) and t.strip() for t in texts) and calls == [(2, 8)]
+    with pytest.raises(ValueError, match=r"^head_dim: expected one of \[16, 32\]; got 24"):
+        tiny_qwen2_vl_path(seed=0, head_dim=24)

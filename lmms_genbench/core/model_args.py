@@ -6,8 +6,13 @@ from typing import Any
 
 # Settings that change where or how fast a model runs but not what it outputs;
 # they stay out of artifact keys so moving a run to another GPU reuses its work.
+# The second group is vLLM's (lmms-eval's vllm class passes them to vllm.LLM):
+# memory, parallelism and scheduling of the machine a run happens to use.
 OPERATIONAL_ARGS = frozenset(
     {"device", "device_map", "batch_size", "max_batch_size", "attn_implementation", "num_workers"}
+    | {"gpu_memory_utilization", "tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size",
+       "max_num_seqs", "max_num_batched_tokens", "swap_space", "cpu_offload_gb", "kv_cache_memory_bytes",
+       "enforce_eager", "disable_log_stats"}
 )
 
 

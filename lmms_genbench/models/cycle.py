@@ -59,6 +59,26 @@ def _smoke_describer_args() -> dict[str, Any]:
     return {"pretrained": str(tiny_llava_path()), "device": "cpu", "device_map": "cpu", "dtype": "float32"}
 
 
+# lmms-eval's vllm chat class sends one prompt per call (batch_size=1) and asks
+# vLLM for 80% of the device's memory. vLLM 0.32's CPU backend reserves that
+# fraction of the RAM for the weights and the KV cache up front (its cpu_worker.py):
+# 0.92 fails at start, 0.8 took 11 GB, 0.1 serves small models (issue 13). On a
+# GPU the class's default stands.
+VLLM_CPU_MEMORY_FRACTION = 0.1
+
+
+def _vllm_describer_args(args: dict[str, Any], describer_batch: int) -> dict[str, Any]:
+    """Defaults for ``describer=vllm`` under the user's own ``describer.<arg>`` values:
+    each describe step's images in one vLLM call, and a memory fraction that
+    fits the machine. None of these enter the artifact key (OPERATIONAL_ARGS)."""
+    import torch
+
+    filled: dict[str, Any] = {"batch_size": describer_batch}
+    if not torch.cuda.is_available():
+        filled["gpu_memory_utilization"] = VLLM_CPU_MEMORY_FRACTION
+    return {**filled, **args}
+
+
 def _smoke_unified_args() -> dict[str, Any]:
     from ..smoke.janus import tiny_janus_path
 
@@ -127,7 +147,17 @@ def _build_roles(describer, generator, unified, describer_args, generator_args, 
 
 def build_describer(name: str, args: dict[str, Any]):
     """Instantiate a registered lmms-eval model by name with its own arguments."""
-    model = host.build_model(name, args, role="describer", prefix="describer.", otherwise=_OFFLINE)
+    otherwise = _OFFLINE
+    if name == "vllm":
+        # vLLM's engine fails in a child process; the parent sees only "initialization
+        # failed", most often for memory: say which argument decides it
+        otherwise = (
+            f"if vLLM's log above blames memory, change describer.gpu_memory_utilization (here "
+            f"{args.get('gpu_memory_utilization', 'the class default 0.8')}): the fraction of the GPU's "
+            f"memory, or without CUDA of the RAM (default {VLLM_CPU_MEMORY_FRACTION} there), that vLLM "
+            f"reserves for the weights and the KV cache; or {_OFFLINE}"
+        )
+    model = host.build_model(name, args, role="describer", prefix="describer.", otherwise=otherwise)
     return LmmsDescriber(model, host.model_identity(name, args))
 
 
@@ -168,7 +198,10 @@ class CycleModel(lmms):
             still win).
         artifacts: root folder of the artifact store (default
             ``$LMMS_GENBENCH_ARTIFACTS`` or ``~/.cache/lmms_genbench/artifacts``).
-        describer_batch: images sent to the describer per call.
+        describer_batch: images sent to the describer per call (also the
+            batch size of ``describer=vllm`` unless ``describer.batch_size``
+            is given; on a machine without CUDA that describer also gets
+            ``describer.gpu_memory_utilization=0.1`` unless given).
         stop_after_hop: compute no hop beyond this one in this run.
         batch_size, max_batch_size, device: passed by lmms-eval to every model;
             ignored here (set ``describer.batch_size``/``generator.batch_size``).
@@ -205,6 +238,8 @@ class CycleModel(lmms):
         describer_batch = optional_int("describer_batch", describer_batch)
         if describer_batch is None or describer_batch < 1:
             raise ValueError(f"model_args describer_batch must be >= 1, got {describer_batch!r}")
+        if describer == "vllm":
+            describer_args = _vllm_describer_args(describer_args, describer_batch)
 
         from accelerate import Accelerator
 

@@ -2,7 +2,9 @@
 
 The folders written here load with lmms-eval's real model classes: the LLaVA one
 with ``llava_hf`` (chat and simple), the Qwen2-VL one with ``qwen2_vl`` (simple
-only, but with batched generation, unlike ``llava_hf``'s batch size 1). So smoke
+only, but with batched generation, unlike ``llava_hf``'s batch size 1). The
+Qwen2-VL built with ``head_dim=32`` also loads with vLLM (``vllm``), whose CPU
+attention takes head sizes 32, 64, 80, ... but not the default 16. So smoke
 presets exercise the genuine harness code path with no download: tokenizers are
 built locally from a small word list, image processors and models are
 constructed from explicit tiny configs, and the weights are seeded. Generations
@@ -23,6 +25,7 @@ from pathlib import Path
 __all__ = [
     "QWEN2_VL_MAX_PIXELS",
     "QWEN2_VL_MIN_PIXELS",
+    "VLLM_HEAD_DIM",
     "build_key",
     "build_tiny_llava",
     "build_tiny_qwen2_vl",
@@ -93,6 +96,14 @@ _QWEN_TOKEN_PIXELS = (QWEN2_VL_PATCH_SIZE * QWEN2_VL_MERGE_SIZE) ** 2  # one LLM
 # arguments (default 3136/602112, i.e. up to 768 tokens), so pass these to it too.
 QWEN2_VL_MIN_PIXELS = 4 * _QWEN_TOKEN_PIXELS
 QWEN2_VL_MAX_PIXELS = 16 * _QWEN_TOKEN_PIXELS
+
+# Attention head sizes the tiny Qwen2-VL can be built with, and M-RoPE's split of each
+# head's head_dim / 2 rotary frequencies into temporal, height and width sections (the
+# real model uses [16, 24, 24] of 64). 16 is the original tiny model; 32 is the
+# smallest head size vLLM's CPU attention accepts.
+QWEN2_VL_MROPE_SECTIONS = {16: [2, 3, 3], 32: [4, 6, 6]}
+#: the head size of the tiny Qwen2-VL that vLLM can serve
+VLLM_HEAD_DIM = 32
 
 # Qwen2-VL-Instruct's own template: ChatML turns, a default system turn, and image or
 # video parts as <|vision_start|><|image_pad|><|vision_end|> (the processor expands the
@@ -308,7 +319,7 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
                    bos_token_id=vocab[BOS], eos_token_id=vocab[EOS], pad_token_id=vocab[PAD])
 
 
-def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
+def _write_qwen2_vl_checkpoint(folder: Path, seed: int, head_dim: int = 16) -> None:
     """Build the Qwen2-VL tokenizer, processor and seeded model and save them into ``folder``."""
     from transformers import (
         Qwen2VLConfig,
@@ -348,7 +359,6 @@ def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
         chat_template=QWEN_CHAT_TEMPLATE,
     )
 
-    head_dim = 16
     text_config = {
         "vocab_size": len(vocab),
         "hidden_size": 64,
@@ -357,9 +367,8 @@ def _write_qwen2_vl_checkpoint(folder: Path, seed: int) -> None:
         "num_attention_heads": 64 // head_dim,
         "num_key_value_heads": 2,
         "max_position_embeddings": 4096,
-        # M-RoPE splits each head's rotary half (head_dim / 2 = 8 frequencies) into
-        # temporal, height and width sections; the real model uses [16, 24, 24] of 64.
-        "rope_parameters": {"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1e6,
+                            "mrope_section": QWEN2_VL_MROPE_SECTIONS[head_dim]},
         "bos_token_id": None,
         "eos_token_id": vocab[QWEN_IM_END],
         "pad_token_id": vocab[QWEN_EOT],
@@ -481,7 +490,7 @@ def build_tiny_llava(path: str | os.PathLike, seed: int = 0) -> Path:
     return _build_atomically(dest, seed, "llava", _write_checkpoint)
 
 
-def build_tiny_qwen2_vl(path: str | os.PathLike, seed: int = 0) -> Path:
+def build_tiny_qwen2_vl(path: str | os.PathLike, seed: int = 0, head_dim: int = 16) -> Path:
     """Build the tiny random Qwen2-VL checkpoint into ``path`` atomically; return ``path``.
 
     Args:
@@ -489,14 +498,31 @@ def build_tiny_qwen2_vl(path: str | os.PathLike, seed: int = 0) -> Path:
             written into a hidden temporary sibling and moved into place with
             ``os.replace``, so readers never see a half-written folder.
         seed: torch seed for the random weights; same seed, same checkpoint.
+        head_dim: the language model's attention head size, 16 or 32
+            (:data:`VLLM_HEAD_DIM`: the one vLLM can serve).
 
     The folder loads with lmms-eval's ``qwen2_vl`` class on CPU given
     ``device="cpu", device_map="cpu", min_pixels=QWEN2_VL_MIN_PIXELS,
     max_pixels=QWEN2_VL_MAX_PIXELS`` (and any ``batch_size``). Concurrent and
     stale builds are handled as in :func:`build_tiny_llava`.
     """
+    _check_head_dim(head_dim)
     dest = Path(path).expanduser().absolute()
-    return _build_atomically(dest, seed, "qwen2_vl", _write_qwen2_vl_checkpoint)
+
+    def write(folder: Path, seed: int) -> None:
+        _write_qwen2_vl_checkpoint(folder, seed, head_dim)
+
+    return _build_atomically(dest, seed, _qwen2_vl_kind(head_dim), write)
+
+
+def _check_head_dim(head_dim: int) -> None:
+    if head_dim not in QWEN2_VL_MROPE_SECTIONS:
+        raise ValueError(f"head_dim: expected one of {sorted(QWEN2_VL_MROPE_SECTIONS)}; got {head_dim!r}")
+
+
+def _qwen2_vl_kind(head_dim: int) -> str:
+    """The build's name in its marker and folder: the original head size keeps its old name."""
+    return "qwen2_vl" if head_dim == 16 else f"qwen2_vl_h{head_dim}"
 
 
 def _cache_root(cache_dir: str | os.PathLike | None) -> Path:
@@ -529,20 +555,23 @@ def tiny_llava_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -
     return build_tiny_llava(dest, seed=seed)
 
 
-def tiny_qwen2_vl_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -> Path:
+def tiny_qwen2_vl_path(cache_dir: str | os.PathLike | None = None, seed: int = 0, head_dim: int = 16) -> Path:
     """Return a cached tiny Qwen2-VL checkpoint folder, building it on first use.
 
     Args:
         cache_dir: cache root; defaults to ``$LMMS_GENBENCH_CACHE`` if set, else
             ``~/.cache/lmms_genbench``. The checkpoint lives in
-            ``<root>/smoke/tiny-qwen2-vl-s{seed}-<build key>``, keyed like
-            :func:`tiny_llava_path`.
+            ``<root>/smoke/tiny-qwen2-vl-s{seed}-<build key>`` (``tiny-qwen2-vl-h32-...``
+            for ``head_dim=32``), keyed like :func:`tiny_llava_path`.
         seed: torch seed for the random weights.
+        head_dim: as in :func:`build_tiny_qwen2_vl`; ``VLLM_HEAD_DIM`` for vLLM.
 
     A folder made by a different builder version is rebuilt. Safe to call from
     several processes at once.
     """
-    dest = _cache_root(cache_dir) / "smoke" / f"tiny-qwen2-vl-s{seed}-{build_key()[:8]}"
-    if _is_complete(dest, seed, "qwen2_vl"):
+    _check_head_dim(head_dim)
+    kind = "" if head_dim == 16 else f"h{head_dim}-"
+    dest = _cache_root(cache_dir) / "smoke" / f"tiny-qwen2-vl-{kind}s{seed}-{build_key()[:8]}"
+    if _is_complete(dest, seed, _qwen2_vl_kind(head_dim)):
         return dest.absolute()
-    return build_tiny_qwen2_vl(dest, seed=seed)
+    return build_tiny_qwen2_vl(dest, seed=seed, head_dim=head_dim)

