@@ -160,6 +160,8 @@ def test_a_vllm_start_failure_names_the_memory_setting(tmp_path, monkeypatch):
     import lmms_eval.models
 
     monkeypatch.setattr(lmms_eval.models, "get_model", lambda name, *a, **k: Failing)
-    with pytest.raises(RuntimeError, match=r"describer=vllm did not start \(RuntimeError: Engine core initialization "
-                                           r"failed.*describer.gpu_memory_utilization \(here 0.1\)"):
+    from lmms_genbench.core.errors import ActionableError
+
+    with pytest.raises(ActionableError, match=r"RuntimeError: Engine core initialization failed.*"
+                                              r"describer.gpu_memory_utilization \(here 0.1\)"):
         CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})
