@@ -5,10 +5,10 @@ import ast
 import re
 from pathlib import Path
 
-import lmms_genbench
-
-PACKAGE = Path(lmms_genbench.__file__).parent
-README = PACKAGE.parent / "README.md"
+# the checkout's files, not the installed copy (CI installs the package, not in editable mode)
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "lmms_genbench"
+README = ROOT / "README.md"
 # our own prefixes: any such string literal is a variable name (read through a constant)
 OURS = re.compile(r"(LMMS_GENBENCH|MMECEPTION|AUTOBENCH)_[A-Z0-9_]+")
 NAME = re.compile(r"[A-Z][A-Z0-9_]*")
