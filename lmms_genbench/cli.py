@@ -10,6 +10,7 @@ Usage::
     lmms-genbench sdp resample --seed N [--per-source 200] --out pairs.jsonl
     lmms-genbench sdp fetch-geneval [--out FILE]
     lmms-genbench chef summary RESULTS [RESULTS ...] --out DIR
+    lmms-genbench report RESULTS [RESULTS ...] -o report.html [--label NAME ...]
 
 RESULTS is an lmms-eval ``*_results.json`` file or a folder (an ``--output_path``):
 lmms-eval writes ``<output_path>/<model>/<date>_results.json``, and ``<model>`` is empty
@@ -256,12 +257,68 @@ def _add_chef(subparsers: argparse._SubParsersAction) -> None:
     summary.set_defaults(func=_run_chef_summary)
 
 
+def _run_report(args: argparse.Namespace) -> int:
+    from lmms_genbench.analysis.report import write_report
+
+    prog = "lmms-genbench report"
+    args.results = _results_files(prog, args.results, lambda f: True)
+    if args.results is None or not _labels_ok(prog, args):
+        return EXIT_USAGE
+    result = write_report(args.results, args.out, args.label, thumb_px=args.thumb, page_size=args.page_size,
+                          title=args.title)
+    for error in result.errors:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+    for note in result.notes:
+        print(f"{prog}: {note}", file=sys.stderr)
+    if result.path is None:
+        print(f"{prog}: nothing written (no readable results file)", file=sys.stderr)
+        return EXIT_USAGE
+    print(result.path)
+    print(f"{prog}: {result.runs} run(s), {result.chains} chain(s), {result.images} image(s), "
+          f"{result.bytes / 1e6:.1f} MB in {result.seconds:.1f} s", file=sys.stderr)
+    return EXIT_USAGE if result.errors else EXIT_OK
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _add_report(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="one self-contained HTML page of one or more runs: scores, curves, tables, failed docs, chains",
+        description=(
+            "Write one HTML page (no network needed; images embedded as thumbnails) with the headline "
+            "scores and their intervals, S(t) / S_δ(g) curves, per-category tables, the failed docs and "
+            "a gallery of every chain, one column or card per run. Chains need lmms-eval's --log_samples."
+        ),
+    )
+    parser.add_argument("results", nargs="+", metavar="RESULTS",
+                        help="lmms-eval <date>_results.json files, one per model, or folders holding them")
+    parser.add_argument("-o", "--out", metavar="FILE", required=True, help="the HTML file to write")
+    parser.add_argument("--label", metavar="NAME", nargs="+", default=None,
+                        help="one label per results file, in order; default: model + model_args")
+    parser.add_argument("--title", default=None, help="the page's title")
+    parser.add_argument("--thumb", type=_positive, default=128, metavar="PX",
+                        help="longest side of the gallery thumbnails in pixels (default 128)")
+    parser.add_argument("--page-size", type=_positive, default=20, metavar="N",
+                        help="chains per gallery page (default 20; the page can change it)")
+    parser.set_defaults(func=_run_report)
+
+
 #: subcommand name -> function adding its parser
 _SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plot": _add_plot,
     "sdp": _add_sdp,
     "autobench": _add_autobench,
     "chef": _add_chef,
+    "report": _add_report,
 }
 
 

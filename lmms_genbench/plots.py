@@ -35,6 +35,7 @@ __all__ = [
     "RunResults",
     "draw_drift_curves",
     "draw_mgg_heatmap",
+    "draw_similarity_curves",
     "label_from_config",
     "load_results",
     "plot_results",
@@ -287,6 +288,43 @@ def draw_drift_curves(runs: Sequence[RunResults], out_file: str | os.PathLike[st
     fig.suptitle("Semantic drift: similarity to the input per generation")
     fig.savefig(out_file)
     return [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def draw_similarity_curves(
+    series: Sequence[tuple[str, Mapping[int, float]]],
+    out_file: str | os.PathLike[str],
+    title: str = "GenCeption: similarity to the seed image per iteration",
+    xlabel: str = "iteration t",
+    ylabel: str = "S(t)",
+) -> list[str]:
+    """Write one panel with one line per run: GenCeption's S(t) (``s@t``), or any
+    per-step score.
+
+    Args:
+        series: (label, {step: value}) per run; runs without points are ignored.
+        out_file: PNG path (its folder must exist).
+
+    Returns:
+        the legend labels, in plotting order.
+
+    Raises:
+        ValueError: if no run has a point.
+    """
+    series = [(label, dict(sorted(points.items()))) for label, points in series if points]
+    if not series:
+        raise ValueError("no run has values to plot")
+    fig = _new_figure(7, 4.2)
+    ax = fig.subplots()
+    for i, (label, points) in enumerate(series):
+        ax.plot(list(points), list(points.values()), marker="o", color=f"C{i % 10}", label=label)
+    ax.set_xticks(sorted({t for _, points in series for t in points}))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    legend = ax.legend(fontsize="small")
+    fig.savefig(out_file)
+    return [t.get_text() for t in legend.get_texts()]
 
 
 def draw_mgg_heatmap(runs: Sequence[RunResults], out_file: str | os.PathLike[str]) -> list[str]:

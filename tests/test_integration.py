@@ -301,6 +301,36 @@ def test_cli_sdp_geneval_smoke_scores_every_drawn_generation_and_plots(smoke_run
         assert img.size[0] > 100 and img.size[1] > 100
 
 
+def test_report_of_the_smoke_run_opens_in_chromium(smoke_run, tmp_path):
+    """``lmms-genbench report`` as a person uses it: the command on the smoke run's
+    --output_path, the page opened from disk in headless Chromium. It leaves
+    ``report.png`` (the top of the page) and ``report-gallery.png`` in tmp_path."""
+    from .browser import chromium_or_skip, open_report, shown_gallery_images, status
+
+    page_file = tmp_path / "report.html"
+    proc = subprocess.run([str(BIN / "lmms-genbench"), "report", str(smoke_run.out), "-o", str(page_file)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    chains = [_chain(s) for task in (*SMOKE_TASKS, "mmeception_smoke_t5") for s in _samples(smoke_run.out, task)]
+    images = sum(c.kind(h) == "image" for c in chains for h in range(c.hops))
+    assert f"1 run(s), {len(chains)} chain(s), {images} image(s)" in proc.stderr
+    chromium_or_skip()
+    with open_report(page_file) as (page, problems):
+        assert status(page) == f"chains 1–20 of {len(chains)} (page 1 of {math.ceil(len(chains) / 20)})"
+        assert page.locator("section.task").count() == 4 and page.locator(".figures img").count() == 4
+        page.screenshot(path=tmp_path / "report.png")
+        page.select_option("#f-size", "all")
+        shown = shown_gallery_images(page)
+        assert len(shown) == images
+        assert [i for i in shown if i["width"] == 0] == []
+        assert [i for i in shown if not i["src"].startswith("data:image/")] == []
+        page.locator("#gallery").screenshot(path=tmp_path / "report-gallery.png")
+        assert problems == []
+    with Image.open(tmp_path / "report.png") as shot:
+        assert shot.size == (1400, 1000)
+    print(f"screenshots: {tmp_path / 'report.png'} {tmp_path / 'report-gallery.png'}")
+
+
 def test_cli_sdp_bad_input_is_counted_per_doc_and_the_run_completes(tmp_path):
     """Empty and over-long captions and a missing image, through lmms-eval. (Arrow refuses
     non-UTF-8 text when the dataset loads; the engine's own checks are in test_engine.)"""

@@ -214,3 +214,15 @@ def test_a_folder_is_searched_for_the_results_it_can_plot(tmp_path, capsys):
     empty.mkdir()
     assert main(["plot", str(empty)]) == 2
     assert capsys.readouterr().err.strip().endswith("give the --output_path of an lmms-eval run of these tasks, or the files")
+
+
+def test_similarity_curves_draw_one_line_per_run_and_refuse_an_empty_set(tmp_path):
+    from lmms_genbench.plots import draw_similarity_curves
+
+    out = tmp_path / "s.png"
+    labels = draw_similarity_curves([("a", {2: 0.9, 1: 0.95}), ("empty", {}), ("b", {1: 0.9})], out)
+    assert labels == ["a", "b"]
+    with Image.open(out) as img:
+        assert img.size == (700, 420)
+    with pytest.raises(ValueError, match="no run has values"):
+        draw_similarity_curves([("empty", {})], out)

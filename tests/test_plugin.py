@@ -124,6 +124,18 @@ def test_the_installed_wheel_carries_the_startup_file(installed):
 
 
 @pytest.mark.integration
+def test_the_installed_wheel_renders_a_report_from_its_own_template(installed, tmp_path):
+    python, purelib, env, _ = installed
+    assert Path(purelib, "lmms_genbench", "analysis", "templates", "report.html.j2").is_file()
+    results = tmp_path / "x_results.json"
+    results.write_text('{"results": {"t": {"gc@1,none": 0.5}}, "config": {"model": "cycle"}}')
+    proc = subprocess.run([python, "-m", "lmms_genbench.cli", "report", str(results), "-o", str(tmp_path / "r.html")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "gc@1" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.integration
 def test_lmms_eval_tasks_list_shows_our_tasks_and_the_built_in_ones(installed):
     names = _listing(installed, "tasks", "list")
     assert set(OUR_TASKS) <= names, sorted(set(OUR_TASKS) - names)

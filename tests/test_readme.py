@@ -66,6 +66,8 @@ def test_marked_readme_blocks_run_offline_in_a_fresh_folder(tmp_path):
             assert metrics["n_docs"] > 0 and metrics["n_failed"] == 0, (task, metrics)
     # what the commands say they write, in the folder they ran in
     assert {p.name for p in (tmp_path / "logs").rglob("sdp_*.png")} == {"sdp_drift_curves.png", "sdp_mgg_heatmap.png"}
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert page.count('<article class="card') == 9 * 2 + 6  # sdp_smoke's and sdp_geneval_smoke's chains
     summary = json.loads((tmp_path / "chef_figures" / "chef_summary.json").read_text())
     (model,) = summary.values()
     assert set(model["scores"]) | set(model["left_out"]) == set(DESIDERATA)  # none dropped silently

@@ -1,0 +1,49 @@
+"""Screenshots of an ``lmms-genbench report`` page, as README's docs/report*.png were made.
+
+    python scripts/report_screenshot.py report.html docs/
+
+writes ``report.png`` (the top of the page: runs, the first task's scores and curve) and
+``report-gallery.png`` (the first cards of the gallery), both 1200 × 900, with Debian's
+``chromium`` driven by playwright (``pip install ".[dev]"``; ``apt-get install chromium``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("page", type=Path, help="the report's HTML file")
+    parser.add_argument("out", type=Path, help="folder for report.png and report-gallery.png")
+    parser.add_argument("--width", type=int, default=1200)
+    parser.add_argument("--height", type=int, default=900)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        print("report_screenshot: no chromium on PATH (apt-get install -y chromium)", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": args.width, "height": args.height})
+        page.goto(args.page.resolve().as_uri())
+        page.wait_for_load_state("load")
+        page.screenshot(path=args.out / "report.png")
+        page.locator("#gallery").scroll_into_view_if_needed()
+        page.evaluate("document.getElementById('gallery').scrollIntoView()")
+        page.wait_for_function("Array.from(document.images).every(i => i.complete)")
+        page.screenshot(path=args.out / "report-gallery.png")
+        browser.close()
+    for name in ("report.png", "report-gallery.png"):
+        print(args.out / name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
