@@ -149,7 +149,7 @@ class Step:
     label: str
     href: str  # the stored file, for opening it at full size
     thumb: str | None = None  # Thumbnails id
-    size: tuple[int, int] = (0, 0)
+    size: tuple[int, int] = (0, 0)  # shown width and height
     text: str | None = None
     cut: int = 0  # characters of the text left out of the page
     similarity: float | None = None
@@ -228,7 +228,7 @@ def build_cards(
             if kind == "image":
                 step.thumb, step.missing = thumbs.get(path)
                 if step.thumb:
-                    step.size = thumbs.sizes[step.thumb]
+                    step.size = _shown_size(thumbs.sizes[step.thumb], thumbs.px)
             else:
                 step.text, step.cut, step.missing = _read_text(path)
             steps.append(step)
@@ -241,6 +241,13 @@ def build_cards(
                     and k not in GROUP_COLUMNS},
         ))
     return cards
+
+
+def _shown_size(size: tuple[int, int], px: int) -> tuple[int, int]:
+    """The thumbnail's size on the page: its longest side ``px``, so that small drawings
+    (a 64-pixel smoke generator) line up with large ones; the browser scales them."""
+    scale = px / max(size)
+    return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
 def _doc_order(doc_id: str) -> tuple[int, str]:
