@@ -23,7 +23,7 @@ from typing import Any
 
 from ..engine.chain import Chain
 
-__all__ = ["Card", "DocScores", "Step", "Thumbnails", "build_cards"]
+__all__ = ["Card", "DocScores", "Step", "Thumbnails", "build_cards", "doc_order"]
 
 #: characters of a hop's text kept in the page; the rest is named, with the file to read
 MAX_TEXT_CHARS = 4000
@@ -213,7 +213,7 @@ def build_cards(
     """
     scores = DocScores(report)
     score_name = _score_column(report, headline)
-    ordered = sorted(chains.items(), key=lambda kv: (_doc_order(kv[0]), kv[1].chain_id))
+    ordered = sorted(chains.items(), key=lambda kv: (doc_order(kv[0]), kv[1].chain_id))
     thumbs.add_all(
         chain.path(h) for _, chain in ordered for h in range(chain.hops) if chain.kind(h) == "image"
     )
@@ -250,5 +250,6 @@ def _shown_size(size: tuple[int, int], px: int) -> tuple[int, int]:
     return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
-def _doc_order(doc_id: str) -> tuple[int, str]:
+def doc_order(doc_id: str) -> tuple[int, str]:
+    """Sort key of lmms-eval's doc ids: numbers in numeric order, then any other id."""
     return (int(doc_id), "") if doc_id.isdigit() else (1 << 62, doc_id)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.keys import atomic_write
-from .gallery import Thumbnails, build_cards
+from .gallery import Thumbnails, build_cards, doc_order
 from .runs import Run, RunError, TaskRun, load_run
 
 __all__ = ["ReportResult", "build_context", "fmt", "render", "write_report"]
@@ -165,8 +165,24 @@ def _png(draw: Callable[[Path], Any]) -> str:
         return "data:image/png;base64," + base64.b64encode(out.read_bytes()).decode("ascii")
 
 
-def _figures(task: str, task_runs: Sequence[TaskRun | None], runs: Sequence[Run], labels: Sequence[str]) -> list[dict[str, str]]:
-    from ..plots import RunResults, ResultsError, draw_drift_curves, draw_mgg_heatmap, draw_similarity_curves, load_results
+def _plotted(runs: Sequence[Run], labels: Sequence[str]) -> list[Any]:
+    """What :mod:`lmms_genbench.plots` reads of each run (drift curves, MGG), under the
+    report's labels."""
+    from ..plots import ResultsError, RunResults, load_results
+
+    read = []
+    for run, label in zip(runs, labels):
+        try:
+            found = load_results(run.path)
+        except ResultsError:
+            continue  # no drift or MGG values
+        read += [RunResults(r.path, r.task, label, r.curves, r.mgg) for r in found]
+    return read
+
+
+def _figures(task: str, task_runs: Sequence[TaskRun | None], plotted: Sequence[Any],
+             labels: Sequence[str]) -> list[dict[str, str]]:
+    from ..plots import draw_drift_curves, draw_mgg_heatmap, draw_similarity_curves
 
     figures = []
     series = [(labels[i], {int(m.group(1)): v for k, v in t.scores.items() if (m := _S_AT_T.match(k)) and v is not None})
@@ -174,13 +190,7 @@ def _figures(task: str, task_runs: Sequence[TaskRun | None], runs: Sequence[Run]
     if any(points for _, points in series):
         figures.append({"title": "S(t): similarity of the t-th image to the seed",
                         "uri": _png(lambda p: draw_similarity_curves(series, p))})
-    read: list[RunResults] = []
-    for i, run in enumerate(runs):
-        try:
-            found = [r for r in load_results(run.path) if r.task == task]
-        except ResultsError:
-            continue
-        read += [RunResults(r.path, r.task, labels[i], r.curves, r.mgg) for r in found]
+    read = [r for r in plotted if r.task == task]
     if any(r.curves for r in read):
         figures.append({"title": "S_δ(g): similarity to the chain's input per generation",
                         "uri": _png(lambda p: draw_drift_curves(read, p))})
@@ -228,6 +238,7 @@ def build_context(runs: Sequence[Run], labels: Sequence[str] | None = None, thum
     for run in runs:
         task_names += [t for t in run.tasks if t not in task_names]
     tasks, cards = [], []
+    plotted = _plotted(runs, labels)
     for name in task_names:
         task_runs = [run.tasks.get(name) for run in runs]
         headline = _headline(task_runs)
@@ -244,7 +255,8 @@ def build_context(runs: Sequence[Run], labels: Sequence[str] | None = None, thum
             if task.samples_file is None:
                 notes.append(f"{runs[i].path}: no samples file for {name} (run lmms-eval with --log_samples "
                              "to see its chains and failed docs)")
-            report = next(iter(task.reports.values()), None)
+            # the report with per-chain values, where a task has several scorers
+            report = next((r for r in task.reports.values() if r.get("doc_scores")), next(iter(task.reports.values()), None))
             cards += build_cards(i, name, task.chains, report, headline, thumbs)
         tasks.append({
             "name": name,
@@ -256,14 +268,14 @@ def build_context(runs: Sequence[Run], labels: Sequence[str] | None = None, thum
                                                "failed": fmt(t.scores.get("n_failed"), "n_failed"),
                                                "chains": len(t.chains)} for t in task_runs],
             "tables": tables,
-            "figures": _figures(name, task_runs, runs, labels),
+            "figures": _figures(name, task_runs, plotted, labels),
             "failed": _failed(task_runs, labels),
         })
     missing = sum(1 for c in cards for s in c.steps if s.missing)
     if missing:
         notes.append(f"{missing} stored hop file(s) could not be read; the gallery says which")
     order = {name: i for i, name in enumerate(task_names)}
-    cards.sort(key=lambda c: (order[c.task], _doc_key(c.doc_id), c.chain_id, c.run))
+    cards.sort(key=lambda c: (order[c.task], doc_order(c.doc_id), c.chain_id, c.run))
     context = {
         "title": title or "lmms-genbench report",
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -283,10 +295,6 @@ def build_context(runs: Sequence[Run], labels: Sequence[str] | None = None, thum
 
 def _higher(task_runs: Sequence[TaskRun | None], metric: str) -> bool | None:
     return next((t.higher_is_better[metric] for t in task_runs if t and metric in t.higher_is_better), None)
-
-
-def _doc_key(doc_id: str) -> tuple[int, str]:
-    return (int(doc_id), "") if doc_id.isdigit() else (1 << 62, doc_id)
 
 
 def render(context: Mapping[str, Any]) -> str:
