@@ -51,14 +51,14 @@ def open_report(path: Path, width: int = 1400, height: int = 1000):
 def shown_gallery_images(page) -> list[dict]:
     """Every image of the gallery's shown cards, each scrolled into view (they load
     lazily) and waited for: ``naturalWidth`` 0 means a broken image."""
-    images = page.locator("#cards .card:not([hidden]) img")
-    for i in range(images.count()):
-        images.nth(i).scroll_into_view_if_needed()
-    page.wait_for_function(
-        "Array.from(document.querySelectorAll('#cards .card:not([hidden]) img')).every(i => i.complete)")
-    return page.evaluate(
-        "Array.from(document.querySelectorAll('#cards .card:not([hidden]) img'))"
-        ".map(i => ({alt: i.alt, width: i.naturalWidth, src: (i.getAttribute('src') || '').slice(0, 22)}))")
+    return page.evaluate("""async () => {
+        const images = Array.from(document.querySelectorAll('#cards .card:not([hidden]) img'));
+        for (const img of images) {
+            img.scrollIntoView();
+            if (!img.complete) await new Promise(done => { img.onload = img.onerror = done; });
+        }
+        return images.map(i => ({alt: i.alt, width: i.naturalWidth, src: (i.getAttribute('src') || '').slice(0, 22)}));
+    }""")
 
 
 def status(page) -> str:
