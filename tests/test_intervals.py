@@ -37,7 +37,7 @@ def test_a_stratified_macro_mean_resamples_within_strata():
     spec = {"kind": "macro", "column": "x", "by": "s"}
     assert I.estimate(columns, spec) == pytest.approx((1 + 0.5) / 2)  # not the pooled 0.8
     out = I.bootstrap_interval(columns, spec, n_resamples=4000)
-    assert out["method"] == "percentile bootstrap, over docs, stratified by s"
+    assert out["method"] == "percentile bootstrap, over docs, stratified by s" and out["smallest_stratum"] == 2
     assert (out["low"], out["high"]) == pytest.approx((0.5, 1.0))
     # var of b's mean is 1/8, the macro halves it: sd = sqrt(1/8) / 2
     assert out["stderr"] == pytest.approx(math.sqrt(1 / 8) / 2, rel=0.05)

@@ -84,6 +84,14 @@ class Table:
         self.n = next(iter(lengths.values()))
         self._raw = columns
         self._cache: dict[tuple[str, str], np.ndarray] = {}
+        self._block: tuple[np.ndarray | None, dict[Any, Any]] = (None, {})
+
+    def per_block(self, weights: np.ndarray) -> dict[Any, Any]:
+        """A memo that lives as long as one block of weights: specs that share a sub-result
+        (every tag's GenEval accuracy at g) compute it once per block."""
+        if self._block[0] is not weights:
+            self._block = (weights, {})
+        return self._block[1]
 
     def numbers(self, name: str) -> np.ndarray:
         key = (name, "f")
@@ -159,8 +167,17 @@ def _weighted_mean(weights: np.ndarray, values: np.ndarray, mask: np.ndarray | N
     return _divide(weights @ v, weights @ valid.astype(np.float64))
 
 
+def _column_mean(table: Table, weights: np.ndarray, column: str, where: Mapping[str, Any] | None = None) -> np.ndarray:
+    """Weighted mean of ``column`` over the docs ``where`` selects (memoised per block)."""
+    memo = table.per_block(weights)
+    key = ("mean", column, repr(sorted((where or {}).items())))
+    if key not in memo:
+        memo[key] = _weighted_mean(weights, table.numbers(column), _where_mask(table, where))
+    return memo[key]
+
+
 def _mean(table: Table, weights: np.ndarray, spec: Mapping[str, Any]) -> np.ndarray:
-    return _weighted_mean(weights, table.numbers(spec["column"]), _where_mask(table, spec.get("where")))
+    return _column_mean(table, weights, spec["column"], spec.get("where"))
 
 
 def _nanmean_rows(values: np.ndarray) -> np.ndarray:
@@ -169,18 +186,27 @@ def _nanmean_rows(values: np.ndarray) -> np.ndarray:
     return _divide(np.where(finite, values, 0.0).sum(axis=1), finite.sum(axis=1).astype(np.float64))
 
 
+def _stratum_means(table: Table, weights: np.ndarray, column: str, by: str) -> tuple[list[str], np.ndarray]:
+    """The strata of ``by`` and each one's weighted mean of ``column``, (B, S), one matrix
+    product for all strata (memoised per block of weights)."""
+    memo = table.per_block(weights)
+    key = ("strata", column, by)
+    if key not in memo:
+        values, strata = table.numbers(column), table.labels(by)
+        present = sorted(set(strata.tolist()))
+        valid = np.isfinite(values)
+        ind = ((strata[:, None] == np.array(present, dtype=object)[None, :]) & valid[:, None]).astype(np.float64)
+        sums = weights @ np.concatenate([ind * np.where(valid, values, 0.0)[:, None], ind], axis=1)
+        memo[key] = (present, _divide(sums[:, : len(present)], sums[:, len(present):]))
+    return memo[key]
+
+
 def _macro(table: Table, weights: np.ndarray, spec: Mapping[str, Any]) -> np.ndarray:
-    values = table.numbers(spec["column"])
-    strata = table.labels(spec["by"])
-    present = sorted(set(strata.tolist()))
+    present, means = _stratum_means(table, weights, spec["column"], spec["by"])
     members = present if spec.get("members") is None else [str(m) for m in spec["members"] if str(m) in present]
     if not members:
         return np.full(weights.shape[0], np.nan)
-    valid = np.isfinite(values)
-    indicator = (strata[:, None] == np.array(members, dtype=object)[None, :]) & valid[:, None]  # (n, S)
-    ind = indicator.astype(np.float64)
-    means = _divide(weights @ (ind * np.where(valid, values, 0.0)[:, None]), weights @ ind)  # (B, S)
-    return _nanmean_rows(means)
+    return _nanmean_rows(means[:, [present.index(m) for m in members]])
 
 
 def _avg(table: Table, weights: np.ndarray, spec: Mapping[str, Any]) -> np.ndarray:
@@ -199,10 +225,10 @@ _RATIOS = {
 
 
 def _ratio(table: Table, weights: np.ndarray, spec: Mapping[str, Any]) -> np.ndarray:
-    ref = _weighted_mean(weights, table.numbers(spec["ref"]))
-    others = [_weighted_mean(weights, table.numbers(c)) for c in spec["others"]]
+    ref = _column_mean(table, weights, spec["ref"])
+    others = [_column_mean(table, weights, c) for c in spec["others"]]
     other = _nanmean_rows(np.stack(others, axis=1)) if others else np.full(weights.shape[0], np.nan)
-    chance = _weighted_mean(weights, table.numbers(spec["chance"])) if spec.get("chance") else 0.0
+    chance = _column_mean(table, weights, spec["chance"]) if spec.get("chance") else 0.0
     return _RATIOS[spec["formula"]](other, ref, chance)
 
 
@@ -378,6 +404,20 @@ def _resampled(table: Table, specs: Sequence[Mapping[str, Any]], n_resamples: in
     return np.array([np.concatenate(parts) if parts else np.zeros(0) for parts in out])
 
 
+def _smallest_stratum(table: Table, spec: Mapping[str, Any]) -> int | None:
+    """Fewest resampling units (docs or clusters) in a stratum: a stratum of one unit adds no
+    variance, so its interval is too narrow. None when not stratified."""
+    strata, cluster = _design(spec)
+    if not strata:
+        return None
+    labels = table.labels(strata)
+    units = table.labels(cluster) if cluster else np.arange(table.n)
+    per: dict[str, set] = {}
+    for label, unit in zip(labels.tolist(), units.tolist()):
+        per.setdefault(label, set()).add(unit)
+    return min(len(u) for u in per.values()) if per else 0
+
+
 def _describe(spec: Mapping[str, Any]) -> str:
     strata, cluster = _design(spec)
     parts = [METHOD, f"over {cluster} clusters" if cluster else "over docs"]
@@ -417,7 +457,8 @@ def bootstrap_interval(
     """The percentile bootstrap interval of ``spec`` over the docs of ``columns``.
 
     Returns ``{"value", "low", "high", "stderr", "n", "level", "method", "resamples",
-    "seed", "n_invalid"}``; ``low``/``high``/``stderr`` are None, with a ``reason``, when
+    "seed", "n_invalid"}`` (and ``"smallest_stratum"``, the fewest units in a stratum, when
+    stratified: a stratum of one doc adds no variance, so such an interval is too narrow); ``low``/``high``/``stderr`` are None, with a ``reason``, when
     the score is not a number, there are fewer than 2 docs, or ``n_resamples`` is 0."""
     return bootstrap_intervals(columns, {"score": spec}, n_resamples, level, seed)["score"]
 
@@ -440,6 +481,9 @@ def bootstrap_intervals(
         value = estimate(table, spec)
         meta = {"value": value if math.isfinite(value) else None, "n": table.n, "level": level,
                 "method": _describe(spec), "resamples": int(n_resamples), "seed": seed}
+        smallest = _smallest_stratum(table, spec)
+        if smallest is not None:
+            meta["smallest_stratum"] = smallest
         if not math.isfinite(value):
             out[name] = no_interval("the score is not a number (no doc contributes to it)", **meta)
         elif table.n < 2:
