@@ -90,6 +90,38 @@ def test_smoke_scores_equal_the_scores_before_the_scorer_rewrite(smoke_run):
             assert now[key] == pytest.approx(value, rel=1e-9, abs=1e-12), (task, key)
 
 
+def _strict(path):
+    """The file parsed as plain JSON: a bare NaN or Infinity fails."""
+    def refuse(token):
+        raise AssertionError(f"{path} holds a bare {token}")
+
+    return json.loads(Path(path).read_text(), parse_constant=refuse)
+
+
+def test_headline_scores_carry_a_bootstrap_stderr_and_files_are_plain_json(smoke_run):
+    """lmms-eval's `<m>_stderr` of each headline is our bootstrap's (it writes "N/A" for
+    aggregations it does not know; our `<m>_stderr` metric, aggregated after `m`, overwrites
+    it), its table shows it in the ± column, and every results and report file is plain JSON."""
+    path, _ = results_file(smoke_run.out)
+    results = _strict(path)["results"]
+    report = _strict(next(smoke_run.art.rglob("mmeception_smoke-*/report.json")))
+    stderr = results["mmeception_smoke"]["gc@3_stderr,none"]
+    assert isinstance(stderr, float) and stderr > 0 and stderr == report["intervals"]["gc@3"]["stderr"]
+    interval = report["intervals"]["gc@3"]
+    assert interval["low"] <= results["mmeception_smoke"]["gc@3,none"] <= interval["high"]
+    assert interval["resamples"] == 1000 and interval["seed"] == 0 and interval["level"] == 0.95
+    assert "set-level statistic" in report["intervals"]["gc_fid@3"]["reason"]
+    row = next(line for line in smoke_run.proc.stdout.splitlines() if "|gc@3  " in line or "|gc@3 |" in line)
+    assert f"±|{stderr:.4f}" in row.replace(" ", ""), row
+    for task, metrics in (("sdp_smoke", ("mcd_avg", "mcd_text->text", "mcd_avg_matplotlib")),
+                          ("sdp_geneval_smoke", ("mgg", "geneval@1", "geneval@3"))):
+        for metric in metrics:
+            assert isinstance(results[task][f"{metric}_stderr,none"], float), (task, metric)
+    for name in ("mcd_report.json", "mgg_report.json"):
+        saved = _strict(next(smoke_run.art.rglob(f"*/{name}")))
+        assert saved["doc_scores"]["chain_ids"] and saved["estimators"] and saved["intervals"]
+
+
 def test_logged_samples_hold_each_doc_once(smoke_run):
     """--log_samples: the chain's address once per doc and a status per metric, not a
     copy of the doc's record under every metric name (17.6 KB per sdp_geneval_smoke doc before)."""
@@ -127,7 +159,9 @@ def test_cli_smoke_run_reports_gc_and_fid(smoke_run):
     cats = report["categories"]
     assert cats["scikit-image"]["n_scored"] == 6 and cats["scikit-image"]["fid_n"] == 6
     assert cats["scikit-learn"]["fid_n"] == 2
-    assert math.isnan(cats["matplotlib"]["gc_fid@3"]) and cats["matplotlib"]["fid_n"] == 1
+    # one photo: no FID, written as null (report.json is plain JSON) with the reason beside it
+    assert cats["matplotlib"]["gc_fid@3"] is None and cats["matplotlib"]["fid_n"] == 1
+    assert "at least 2 scored images" in report["null_reasons"]["/categories/matplotlib/gc_fid@3"]
     assert report["summary"]["gc@3"] == pytest.approx(metrics["gc@3"])
     assert report["summary"]["gc_fid@3_excluded"] == ["matplotlib"]
     # the terminal table shows the score
