@@ -34,6 +34,7 @@ from lmms_genbench.autobench.parse import (
 from lmms_genbench.metrics.functional.autobench import (
     EXTRACTION_RULES,
     AccuracyStats,
+    accuracy_interval,
     deviation_rate,
     extract_choice,
     extract_choice_by_rule,
@@ -164,6 +165,23 @@ def test_accuracy_stats_count_unparsed_as_wrong_and_merge():
     merged = AccuracyStats.of(recs[:2]).merge(AccuracyStats.of(recs[2:]))
     assert merged.breakdown() == b and merged.unparsed == 1 and merged.pred_letters == s.pred_letters
     assert deviation_rate(0.6, 0.75) == pytest.approx(-0.2)
+
+
+def test_accuracy_gets_a_bootstrap_stderr_and_a_level_without_docs_is_none():
+    from lmms_genbench.tasks.autobench import utils
+
+    # 30 easy docs, 15 right; 10 hard docs, all right; no medium doc
+    recs = [score_record("[[A]]" if i % 2 else "[[B]]", "A", "easy", "x", "cap") for i in range(30)]
+    recs += [score_record("[[A]]", "A", "hard", "x", "cap") for _ in range(10)]
+    hard = accuracy_interval(recs, "hard")
+    assert hard["low"] == hard["high"] == pytest.approx(1.0) and hard["stderr"] == pytest.approx(0.0, abs=1e-12)
+    easy = accuracy_interval(recs, "easy")
+    assert easy["stderr"] == pytest.approx(math.sqrt(0.25 / 30), rel=0.1) and easy["low"] < 0.5 < easy["high"]
+    assert accuracy_interval(recs)["value"] == pytest.approx(25 / 40)
+    items = lambda m: [(m, r) for r in recs]  # noqa: E731
+    assert utils.aggregate(items("acc_easy_stderr")) == easy["stderr"]
+    assert utils.aggregate(items("acc_medium")) is None and utils.aggregate(items("acc_medium_stderr")) is None
+    assert utils.METRICS.index("acc_stderr") == utils.METRICS.index("acc") + 1
 
 
 # ---------------------------------------------------------------- self-validation

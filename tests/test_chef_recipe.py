@@ -2,6 +2,7 @@
 and the task YAMLs' metric lists agreeing with what the scorer emits."""
 
 import json
+import math
 from pathlib import Path
 
 import datasets
@@ -165,7 +166,8 @@ def test_hallucination_metrics_carry_the_names_of_lmms_eval_s_pope_task():
 
     upstream = Path(lmms_eval.tasks.__file__).parent / "pope" / "pope.yaml"
     names = [m["metric"] for m in yaml.load(upstream.read_text(), Loader=_Loader)["metric_list"]]
-    assert names == scoring.FAMILIES["hallucination"][0][: len(names)]
+    ours = [n for n in scoring.FAMILIES["hallucination"][0] if not n.endswith("_stderr")]
+    assert names == ours[: len(names)]
 
 
 def test_failed_and_judge_records():
@@ -207,3 +209,27 @@ def test_real_scenario_recipes_render_hub_shaped_rows(name):
         assert all(0 <= i < len(images) for v in payload["variants"] for i in v["visuals"])
         assert all(0 <= v["gold"] < len(v["options"]) for v in payload["variants"])
     assert cfg["dataset_path"].startswith("lmms-lab-encoder/")
+
+
+def test_headline_metrics_get_a_bootstrap_stderr_and_nan_is_none():
+    """Each headline's estimator over the doc table gives back its aggregate; its ``_stderr``
+    is the bootstrap's; a metric that is not a number is None (plain JSON in results)."""
+    from lmms_genbench.metrics.functional.intervals import estimate
+
+    rob = [_resp("robustness", [("clean", int(i % 2 == 1), 0, 4, None), ("noise", 0, 0, 4, None)]) for i in range(40)]
+    pope = [_resp("hallucination", [("base", p, g, 2, c)]) for p, g, c in
+            [(0, 0, 0.9), (0, 1, 0.6), (1, 1, 0.7), (1, 0, 0.8), (0, 0, 0.55), (1, 1, 0.95)] * 5]
+    cal = [r.replace("hallucination", "calibration") for r in pope]
+    for responses, metrics in ((rob, ("acc", "rrm", "rr")), (pope, ("pope_accuracy", "pope_f1_score")), (cal, ("ece",))):
+        ok = [scoring.record(r) for r in responses]
+        names = [v["name"] for v in ok[0]["variants"]]
+        for metric in metrics:
+            spec = scoring.estimator(metric, names, grouped=False)
+            assert estimate(scoring.doc_columns(ok), spec) == pytest.approx(_aggregate(responses, metric)), metric
+            assert _aggregate(responses, f"{metric}_stderr") > 0, metric
+    # acc of 40 docs, 20 right: the bootstrap's stderr is close to sqrt(0.25 / 40)
+    assert _aggregate(rob, "acc_stderr") == pytest.approx(math.sqrt(0.25 / 40), rel=0.1)
+    assert "acc_stderr" in scoring.process_results({}, [rob[0]])
+    # the corrupted variant is never right and the clean one at chance: RRM divides by 0
+    flat = [_resp("robustness", [("clean", int(i % 4 != 0), 0, 4, None), ("noise", 1, 0, 4, None)]) for i in range(8)]
+    assert _aggregate(flat, "rrm") is None and _aggregate(flat, "rrm_stderr") is None

@@ -47,6 +47,17 @@ def test_scores_are_normalised_and_runs_of_one_model_merge(files):
     assert a.tasks["hallucination"] == ["chef_hallucination_random", "chef_hallucination_popular"]
     assert b.scores == {"robustness": 100.0}  # NaN ECE is skipped, RRM clipped
     assert list(a.reliability) == ["chef_calibration_mmbench"]
+    assert a.stderr == {}  # no task carries a <metric>_stderr
+
+
+def test_score_stderr_combines_the_tasks_bootstrap_stderr(tmp_path):
+    path = _results(tmp_path / "r.json", "m", {
+        "chef_calibration_mmbench": {"ece": 0.1, "ece_stderr": 0.03}, "chef_calibration_scienceqa": {"ece": 0.2, "ece_stderr": 0.04},
+        "chef_robustness_mmbench": {"rrm": 0.7, "rrm_stderr": 0.05}, "chef_hallucination_random": {"pope_accuracy": 0.8},
+    })
+    (s,), _ = summarize([path])
+    # mean of two independent ECEs: sqrt(0.03² + 0.04²) / 2 = 0.025; the score is 100 (1 - ECE)
+    assert s.stderr == pytest.approx({"calibration": 2.5, "robustness": 5.0})  # hallucination: no stderr given
 
 
 def test_cli_writes_summary_and_figures(files, tmp_path, capsys):
@@ -68,7 +79,7 @@ def test_cli_labels_and_errors(files, tmp_path, capsys):
     assert code == 2 and "no chef_* task" in err
     # two desiderata or fewer: bars instead of a radar, still written
     assert json.loads((out / "chef_summary.json").read_text()) == {
-        "B": {"scores": {"robustness": 100.0}, "raw": {"robustness": 1.4}, "tasks": {"robustness": ["chef_robustness_mmbench"]},
+        "B": {"scores": {"robustness": 100.0}, "stderr": {}, "raw": {"robustness": 1.4}, "tasks": {"robustness": ["chef_robustness_mmbench"]},
               "left_out": {"calibration": ["chef_calibration_mmbench: ece is nan"]}}
     }
     assert "B: calibration has no score: chef_calibration_mmbench: ece is nan" in err

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from lmms_genbench.core.errors import WrongModelError
+from lmms_genbench.metrics.functional import intervals
 from lmms_genbench.metrics.functional.drift import MAPPINGS, DriftStats, mcd
 from lmms_genbench.metrics.scorers.base import MetricItem
 from lmms_genbench.metrics.scorers.mcd import MCD, DriftSettings, MCDScorer, source_table
@@ -298,12 +299,26 @@ def test_aggregate_scores_once_and_writes_the_report(tmp_path, fakes, monkeypatc
     items = lambda name: [MetricItem(name, r) for r in records]  # noqa: E731
     assert scorer.aggregate(items("mcd_text->text")) == pytest.approx(0.125)
     assert scorer.aggregate(items("n_failed")) == 2
-    assert math.isnan(scorer.aggregate(items("no such key")))
+    assert scorer.aggregate(items("no such key")) is None  # None, not NaN: results stay plain JSON
+    stderr = scorer.aggregate(items("mcd_text->text_stderr"))
     assert len(calls) == 1
     saved = json.loads((tmp_path / "ns" / "mcd_report.json").read_text())
     assert saved["summary"]["failure_reasons"]["chain has 2 of 4 generations"] == 1
     assert saved["sources"]["nocaps"]["n_scored"] == 2
-    assert math.isnan(scorer.aggregate([]))
+    assert scorer.aggregate([]) is None
+    # the interval's standard error is lmms-eval's stderr; the doc table recomputes each score
+    interval = saved["intervals"]["mcd_text->text"]
+    assert stderr == interval["stderr"] and interval["low"] <= 0.125 <= interval["high"]
+    assert interval["method"] == "percentile bootstrap, over docs, stratified by direction"
+    table = saved["doc_scores"]["columns"]
+    assert saved["doc_scores"]["chain_ids"] == sorted(saved["doc_scores"]["chain_ids"])
+    report = scorer.report(records)
+    for metric, spec in saved["estimators"].items():
+        assert intervals.estimate(table, spec) == pytest.approx(report[metric], rel=1e-12, nan_ok=True), metric
+    assert set(saved["estimators"]) >= {"mcd_avg", "mcd_avg_nocaps", *(f"mcd_{m}" for m in MAPPINGS)}
+    # NaN (no image-first docci chain scored) is null in the file, with its reason
+    assert saved["sources"]["docci"]["mcd_image->image"] is None
+    assert saved["null_reasons"]["/sources/docci/mcd_image->image"].startswith("not a number")
 
 
 # --------------------------------------------------------------------------- settings

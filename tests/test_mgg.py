@@ -11,7 +11,8 @@ from lmms_genbench.core.errors import WrongModelError
 from lmms_genbench.data import sdp as sdp_data
 from lmms_genbench.metrics.functional.geneval import Detection
 from lmms_genbench.metrics.scorers import mgg
-from lmms_genbench.metrics.scorers.base import MetricItem
+from lmms_genbench.metrics.functional.intervals import estimate
+from lmms_genbench.metrics.scorers.base import BOOTSTRAP_DEFAULTS, MetricItem
 
 from .chains import record, write_chain
 from .owlv2_scores import PASS_UNDER_GENEVAL, REALISTIC, SIZE, ScriptedColors, ScriptedDetector
@@ -68,6 +69,16 @@ def test_mgg_hand_worked_with_failures_and_repeats(tmp_path):
     # the same report whatever order the records come in
     again = mgg.MGG.score(records[::-1], CONFIG, 4, detector=RedMeansFound())
     assert again == report
+    # each scored prompt's verdicts: the doc table from which the estimators give every score back
+    assert report["doc_scores"] == {"chain_ids": ["a", "b"], "columns": {
+        "correct@1": [1.0, 1.0], "correct@3": [0.0, 1.0], "tag": ["single_object", "two_object"]}}
+    specs = mgg.MGG.estimators(report, CONFIG)
+    assert {"mgg", "geneval@1", "geneval@3", "mgg_single_object", "mgg_two_object@3"} <= set(specs)
+    for metric, spec in specs.items():
+        assert estimate(report["doc_scores"]["columns"], spec) == pytest.approx(report[metric]), metric
+    # one prompt per tag, resampled within tags: every resample is the sample itself
+    mgg.MGG.add_intervals(report, CONFIG, BOOTSTRAP_DEFAULTS)
+    assert report["intervals"]["mgg"]["low"] == report["intervals"]["mgg"]["high"] == pytest.approx(0.75)
 
 
 def test_a_longer_chain_is_scored_on_the_generations_the_task_asks(tmp_path):

@@ -8,6 +8,8 @@ import pytest
 from PIL import Image
 
 from lmms_genbench.core.errors import WrongModelError
+from lmms_genbench.metrics.functional.intervals import estimate
+from lmms_genbench.metrics.scorers.base import BOOTSTRAP_DEFAULTS
 from lmms_genbench.metrics.scorers.genception import GENCEPTION, GenCeptionSettings, _groups
 from lmms_genbench.tasks.mmeception import utils
 
@@ -80,6 +82,22 @@ def test_scores_on_hand_worked_chains(tmp_path, monkeypatch):
     assert report["n_failed_OCR"] == 2
     assert report["failure_reasons"] == {"describe failed at hop 1": 1, "chain has 2 of 3 iterations": 1}
     assert "gc_fid@3" not in report  # FID off
+    # the doc table (scored chains, by chain id) and the estimators give back every score
+    table = report["doc_scores"]
+    assert table["chain_ids"] == ["a", "b", "c"] and table["columns"]["category"] == ["existence", "existence", "OCR"]
+    assert table["columns"]["gc"] == pytest.approx([1.0, cos, 1.0])
+    specs = GENCEPTION.estimators(report, config)
+    assert set(specs) == {"gc@3", "s@1", "s@2", "s@3", "gc@3_visual", "gc@3_textual", "gc@3_existence", "gc@3_OCR"}
+    for metric, spec in specs.items():
+        assert estimate(table["columns"], spec) == pytest.approx(report[metric], rel=1e-12), metric
+    # resampled within categories: OCR's one chain always scores 1; existence draws a and b
+    GENCEPTION.add_intervals(report, config, BOOTSTRAP_DEFAULTS)
+    ocr, existence = report["intervals"]["gc@3_OCR"], report["intervals"]["gc@3_existence"]
+    assert ocr["low"] == ocr["high"] == pytest.approx(1.0) and ocr["stderr"] == pytest.approx(0.0, abs=1e-12)
+    assert existence["low"] == pytest.approx(cos) and existence["high"] == pytest.approx(1.0)
+    assert existence["method"] == "percentile bootstrap, over docs, stratified by category"
+    # the mean of two equally likely draws of a and b: stderr of (1 + cos)/2 +- (1 - cos)/2 per half
+    assert existence["stderr"] == pytest.approx((1 - cos) / 2 / math.sqrt(2), rel=0.1)
 
 
 def test_gc_fid_one_rule_for_small_samples_in_the_mean_and_n_min(tmp_path, monkeypatch):
@@ -108,6 +126,11 @@ def test_gc_fid_one_rule_for_small_samples_in_the_mean_and_n_min(tmp_path, monke
     assert report["gc_fid@3_excluded"] == ["none", "one"] and report["gc_fid@3_n_excluded"] == 2
     summary = GENCEPTION.payload(report)["summary"]
     assert summary["gc_fid@3_excluded"] == ["none", "one"] and summary["gc_fid@3_n_excluded"] == 2
+    # FID scores get no bootstrap interval, and say why; their sample sizes are no score
+    exempt = GENCEPTION.no_intervals(report, None)
+    assert {"gc_fid@3", "gc_fid@3_all", "gc_fid@3_many", "gc_fid@3_one", "fid@1_many"} <= set(exempt)
+    assert not {"gc_fid@3_n_min", "gc_fid@3_many_n", "gc_fid@3_excluded"} & set(exempt)
+    assert "set-level statistic" in exempt["gc_fid@3"]
     # with no category large enough there is no mean, and no sample behind it
     alone = GENCEPTION.score(records[-2:], GenCeptionSettings("mean-colour", "fid-helper", "cpu", 8), length=6)
     assert math.isnan(alone["gc_fid@3"]) and alone["gc_fid@3_n_min"] == 0 and alone["gc_fid@3_n_excluded"] == 2

@@ -32,6 +32,13 @@ Names (``<v>`` is a variant name; the first variant is the reference):
   task's names)
 * language performance: ``judge_score`` (0–10, mean over docs of each doc's
   mean over judge samples), ``n_judged``, ``n_judge_failed``
+* ``<m>_stderr`` after each headline ``m`` (:data:`HEADLINE`): the standard error of a
+  percentile bootstrap over docs (:mod:`lmms_genbench.metrics.functional.intervals`,
+  :data:`BOOTSTRAP` resamples and seed; whole circular groups are resampled when the
+  scenario has them), which lmms-eval's table shows as the ± of ``m``.
+
+A metric that is not a number (no doc, a ratio over 0) is None: lmms-eval prints N/A and
+its results file stays plain JSON.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from lmms_genbench.metrics.functional.chef import (
     rr,
     rrm,
 )
+from lmms_genbench.metrics.functional.intervals import bootstrap_interval
 
 N_BINS = 10
 _BINS = [f"bin{b}_{k}" for b in range(N_BINS) for k in ("acc", "conf", "n")]
@@ -61,20 +69,35 @@ _COUNTS = ["n_docs", "n_failed", "n_unmatched"]
 #: metric name -> PopeCounts.metrics() key; the names are lmms-eval 0.7.3's pope task's
 _POPE = {"pope_accuracy": "accuracy", "pope_precision": "precision", "pope_recall": "recall",
          "pope_f1_score": "f1", "pope_yes_ratio": "yes_ratio"}
+#: metrics that get a ``<m>_stderr`` sibling right after them (lmms-eval aggregates in the
+#: order process_results returns names, and its own "N/A" for ``<m>_stderr`` is written while
+#: it aggregates ``m``: see metrics.scorers.base.with_stderr)
+HEADLINE = ("acc", "acc_circular", "ece", "riam", "match_ratio", "rrm", "rr", "pope_accuracy",
+            "pope_f1_score", "judge_score")
+#: resamples and seed of the ``_stderr`` bootstrap
+BOOTSTRAP = {"n_resamples": 1000, "seed": 0}
+
+
+def _with_stderr(names: list[str]) -> list[str]:
+    return [x for n in names for x in ((n, f"{n}_stderr") if n in HEADLINE else (n,))]
+
+
 #: desideratum -> (metric names, per-variant metric prefixes for the non-reference variants).
 #: A task's metric_list must name exactly these: lmms-eval 0.7.3 writes any emitted
 #: name it has no aggregation for into the results file as the raw per-doc list.
 FAMILIES: dict[str, tuple[list[str], tuple[str, ...]]] = {
-    "accuracy": (["acc", "acc_rand", *_COUNTS], ("acc",)),
-    "calibration": (["acc", "acc_rand", "ece", "ece_equal_width", *_BINS, *_COUNTS], ()),
-    "in_context_learning": (["acc", "acc_rand", "riam", *_COUNTS], ("acc", "riam")),
-    "instruction_following": (["acc", "acc_rand", "match_ratio", *_COUNTS], ("acc", "match_ratio")),
-    "robustness": (["acc", "acc_rand", "rrm", "rr", *_COUNTS], ("acc", "rrm", "rr")),
-    "hallucination": ([*_POPE, *_COUNTS], ()),
-    "language_performance": (["acc", "acc_rand", "judge_score", "n_judged", "n_judge_failed", *_COUNTS], ()),
+    name: (_with_stderr(fixed), per_variant) for name, (fixed, per_variant) in {
+        "accuracy": (["acc", "acc_rand", *_COUNTS], ("acc",)),
+        "calibration": (["acc", "acc_rand", "ece", "ece_equal_width", *_BINS, *_COUNTS], ()),
+        "in_context_learning": (["acc", "acc_rand", "riam", *_COUNTS], ("acc", "riam")),
+        "instruction_following": (["acc", "acc_rand", "match_ratio", *_COUNTS], ("acc", "match_ratio")),
+        "robustness": (["acc", "acc_rand", "rrm", "rr", *_COUNTS], ("acc", "rrm", "rr")),
+        "hallucination": ([*_POPE, *_COUNTS], ()),
+        "language_performance": (["acc", "acc_rand", "judge_score", "n_judged", "n_judge_failed", *_COUNTS], ()),
+    }.items()
 }
 #: added to a family that reports ``acc`` when the scenario has circular groups
-CIRCULAR = ["acc_circular", "n_groups"]
+CIRCULAR = _with_stderr(["acc_circular", "n_groups"])
 _PER_VARIANT = ("acc", "riam", "match_ratio", "rrm", "rr")
 
 
@@ -138,8 +161,66 @@ def _mean(xs) -> float:
     return float(np.mean(xs)) if xs else float("nan")
 
 
-def aggregate(items) -> float:
-    """Value of the metric named in ``items`` (all ``(name, record)`` with one name)."""
+def doc_columns(ok: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """The per-doc table of scored records: per variant ``correct_<i>`` and ``match_<i>``
+    (same option as variant 0), ``chance`` (1/#options), ``conf``, ``pred_yes``/``gold_yes``
+    (option 0 is "Yes"), ``judge`` (the doc's mean judge score) and ``group``."""
+    n_variants = len(ok[0]["variants"])
+    cols: dict[str, list[Any]] = {}
+    for i in range(n_variants):
+        cols[f"correct_{i}"] = [float(r["variants"][i]["pred"] == r["variants"][i]["gold"]) for r in ok]
+        cols[f"match_{i}"] = [float(r["variants"][i]["pred"] == r["variants"][0]["pred"]) for r in ok]
+    first = [r["variants"][0] for r in ok]
+    cols["chance"] = [1.0 / v["n"] for v in first]
+    cols["conf"] = [v["conf"] for v in first]
+    cols["pred_yes"] = [float(v["pred"] == 0) for v in first]
+    cols["gold_yes"] = [float(v["gold"] == 0) for v in first]
+    cols["judge"] = [_mean(r["judge"]) if r["judge"] else None for r in ok]
+    cols["group"] = [str(r.get("group")) for r in ok]
+    return cols
+
+
+def estimator(name: str, names: list[str], grouped: bool) -> dict[str, Any] | None:
+    """The estimator spec of metric ``name`` over :func:`doc_columns` (variant names
+    ``names``); whole circular groups are resampled when ``grouped``. None: no spec."""
+    others = [f"correct_{i}" for i in range(1, len(names))]
+    spec: dict[str, Any] | None = None
+    if name == "acc":
+        spec = {"kind": "mean", "column": "correct_0"}
+    elif name == "acc_circular":
+        spec = {"kind": "circular", "column": "correct_0", "group": "group"}
+    elif name == "ece":
+        spec = {"kind": "ece", "confidence": "conf", "correct": "correct_0", "bins": N_BINS}
+    elif name in ("riam", "rrm", "rr"):
+        spec = {"kind": "ratio", "formula": name, "ref": "correct_0", "others": others, "chance": "chance"}
+    elif name == "match_ratio":
+        spec = {"kind": "avg", "of": [{"kind": "mean", "column": f"match_{i}"} for i in range(1, len(names))]}
+    elif name in ("pope_accuracy", "pope_f1_score"):
+        spec = {"kind": "pope", "stat": _POPE[name], "pred": "pred_yes", "gold": "gold_yes"}
+    elif name == "judge_score":
+        spec = {"kind": "mean", "column": "judge"}
+    if spec is not None and grouped:
+        spec["cluster"] = "group"
+    return spec
+
+
+def _stderr(name: str, ok: list[dict[str, Any]], names: list[str]) -> float:
+    grouped = any(r.get("group") is not None for r in ok)
+    spec = estimator(name, names, grouped)
+    if spec is None:
+        return float("nan")
+    interval = bootstrap_interval(doc_columns(ok), spec, BOOTSTRAP["n_resamples"], seed=BOOTSTRAP["seed"])
+    return float("nan") if interval["stderr"] is None else interval["stderr"]
+
+
+def aggregate(items) -> float | None:
+    """Value of the metric named in ``items`` (all ``(name, record)`` with one name); None
+    when it is not a number."""
+    value = _value(items)
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _value(items) -> float:
     if not items:
         return float("nan")
     name = items[0][0]
@@ -162,6 +243,8 @@ def aggregate(items) -> float:
         return float(len({r.get("group") for r in ok}))
     if name == "acc_rand":
         return random_accuracy([r["variants"][0]["n"] for r in ok])
+    if name.endswith("_stderr"):
+        return _stderr(name[: -len("_stderr")], ok, names)
     acc_rand = random_accuracy([r["variants"][0]["n"] for r in ok])
     others = list(range(1, len(names)))
     acc_other = _mean([_acc(ok, i) for i in others])

@@ -25,6 +25,11 @@ silently: ``chef_summary.json`` lists it under ``left_out`` with its counts, the
 command prints a note, and a desideratum left with no score keeps its axis in
 the figure (drawn at the centre, labelled "no score").
 
+Each score's standard error (``stderr`` in the summary) comes from the tasks' own
+``<metric>_stderr`` (a bootstrap over docs, :mod:`lmms_genbench.chef.results`), combined by
+:func:`~lmms_genbench.metrics.functional.chef.desideratum_stderr`; a desideratum with a task
+that has none gets none.
+
 Writes ``chef_summary.json``, ``chef_desiderata.png`` (radar with three or more
 desiderata, else bars; one polygon or bar group per model) and, when
 calibration bins are present, ``chef_reliability.png`` (one panel per model).
@@ -40,7 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_genbench.metrics.functional.chef import DESIDERATA, desideratum_score
+from lmms_genbench.core.keys import json_nulls, strict_json
+from lmms_genbench.metrics.functional.chef import DESIDERATA, desideratum_score, desideratum_stderr
 
 SOURCES = {
     "calibration": ("chef_calibration_", "ece"),
@@ -66,6 +72,8 @@ class ModelSummary:
     label: str
     raw: dict[str, float] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
+    #: desideratum -> standard error of its score, when every task in it has a ``<metric>_stderr``
+    stderr: dict[str, float] = field(default_factory=dict)
     tasks: dict[str, list[str]] = field(default_factory=dict)
     reliability: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     #: desideratum -> "<task>: <metric> is <value> (<counts>)" per task left out of its mean
@@ -110,6 +118,7 @@ def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) 
 
     errors: list[str] = []
     values: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    errs: dict[str, dict[str, list[float | None]]] = {}
     left_out: dict[str, dict[str, list[str]]] = {}
     reliab: dict[str, dict[str, list[dict[str, float]]]] = {}
     for i, path in enumerate(paths):
@@ -121,6 +130,7 @@ def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) 
             continue
         label = labels[i] if labels else label_from_config(data.get("config"), path.stem)
         per = values.setdefault(label, {d: [] for d in DESIDERATA})
+        per_err = errs.setdefault(label, {d: [] for d in DESIDERATA})
         for task, metrics in data["results"].items():
             flat = {k.split(",")[0]: v for k, v in metrics.items() if isinstance(k, str) and "," in k}
             for des, (prefix, metric) in SOURCES.items():
@@ -128,6 +138,7 @@ def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) 
                     continue
                 if (v := _number(flat.get(metric))) is not None:
                     per[des].append((task, v))
+                    per_err[des].append(_number(flat.get(f"{metric}_stderr")))
                 else:
                     left_out.setdefault(label, {}).setdefault(des, []).append(_left_out(task, metric, flat))
             if task.startswith("chef_calibration_") and "bin0_n" in flat:
@@ -143,6 +154,8 @@ def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) 
                 s.raw[des] = raw
                 s.scores[des] = desideratum_score(des, raw)
                 s.tasks[des] = [t for t, _ in per[des]]
+                if all(e is not None for e in errs[label][des]):
+                    s.stderr[des] = desideratum_stderr(des, errs[label][des])
         out.append(s)
     return out, errors
 
@@ -222,9 +235,11 @@ def write_summary(paths, out_dir, labels=None) -> tuple[list[Path], list[str], l
     notes = [note for s in summaries for note in s.notes()]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    payload = {s.label: {"scores": s.scores, "raw": s.raw, "tasks": s.tasks, "left_out": s.left_out} for s in summaries}
+    payload = {s.label: {"scores": s.scores, "stderr": s.stderr, "raw": s.raw, "tasks": s.tasks,
+                         "left_out": s.left_out} for s in summaries}
+    payload, _ = json_nulls(payload)  # plain JSON for every reader; left_out says why
     summary_file = out / SUMMARY_FILENAME
-    summary_file.write_text(json.dumps(payload, indent=2, allow_nan=True), encoding="utf-8")
+    summary_file.write_text(strict_json(payload, indent=2), encoding="utf-8")
     written = [summary_file]
     try:
         written.append(draw_desiderata(summaries, out / FIGURE_FILENAME))

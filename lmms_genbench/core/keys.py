@@ -1,4 +1,4 @@
-"""Stable hashes, slugs and atomic writes: the strings that key stores on disk.
+"""Stable hashes, slugs, atomic writes and strict JSON: the strings that key stores on disk.
 
 Artifact folders, autobench call caches and generator names are all built from
 these helpers, and existing stores on users' disks are found again only if the
@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_write", "generator_name", "settings_hash", "slug", "slug_key", "stable_hash"]
+__all__ = [
+    "atomic_write", "generator_name", "json_nulls", "settings_hash", "slug", "slug_key", "stable_hash", "strict_json",
+]
 
 
 def stable_hash(obj: Any, length: int = 10, *, ensure_ascii: bool = False) -> str:
@@ -109,3 +111,31 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def json_nulls(obj: Any, pointer: str = "") -> tuple[Any, list[str]]:
+    """``obj`` with every float that is not a number (NaN, inf) replaced by None, and the
+    JSON pointers (RFC 6901: ``/summary/fid@1_x``) of those values, so a writer can say why
+    each one is null. Mappings, lists and tuples are walked; other values are kept."""
+    if isinstance(obj, float):
+        return (obj, []) if obj == obj and obj not in (float("inf"), float("-inf")) else (None, [pointer])
+    if isinstance(obj, Mapping):
+        out, nulls = {}, []
+        for key, value in obj.items():
+            out[key], found = json_nulls(value, f"{pointer}/{_escape(str(key))}")
+            nulls += found
+        return out, nulls
+    if isinstance(obj, (list, tuple)):
+        items = [json_nulls(v, f"{pointer}/{i}") for i, v in enumerate(obj)]
+        return [v for v, _ in items], [p for _, found in items for p in found]
+    return obj, []
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def strict_json(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` that refuses NaN and infinities (``allow_nan=False``): results files
+    are plain JSON for every reader; replace such values first (:func:`json_nulls`)."""
+    return json.dumps(obj, allow_nan=False, **kwargs)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+
+from .intervals import bootstrap_interval
 
 LETTERS = "ABCD"
 
@@ -150,6 +152,19 @@ class AccuracyStats:
             out[f"acc_{key}"] = c / n
             out[f"n_{key}"] = n
         return out
+
+
+def accuracy_interval(records: Sequence[Mapping], level: str | None = None, n_resamples: int = 1000,
+                      seed: int = 0) -> dict:
+    """Percentile bootstrap interval over docs (:mod:`.intervals`) of the accuracy of
+    ``records``, or of those of one ``level`` (``"easy"``...: the level's docs resampled on
+    their own, as its accuracy is their mean); ``stderr`` is lmms-eval's ``acc*_stderr``."""
+    columns = {"correct": [float(r["correct"]) for r in records], "level": [str(r["level"]) for r in records]}
+    spec = ({"kind": "mean", "column": "correct"} if level is None
+            else {"kind": "macro", "column": "correct", "by": "level", "members": [level]})
+    if not records:
+        return {"low": None, "high": None, "stderr": None, "reason": "no doc"}
+    return bootstrap_interval(columns, spec, n_resamples, seed=seed)
 
 
 def deviation_rate(score_x: float, score_uniform: float) -> float:

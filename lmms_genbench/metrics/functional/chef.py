@@ -44,6 +44,7 @@ __all__ = [
     "PopeCounts",
     "circular_accuracy",
     "desideratum_score",
+    "desideratum_stderr",
     "ece_equal_mass",
     "match_ratio",
     "random_accuracy",
@@ -282,3 +283,19 @@ def desideratum_score(name: str, value: float) -> float:
     if name == "language_performance":
         return _clip100(10.0 * value)
     return _clip100(100.0 * value)
+
+
+#: d(score)/d(raw) of :func:`desideratum_score` inside its clipping
+_SCALE = {"calibration": -100.0, "in_context_learning": 50.0, "language_performance": 10.0}
+
+
+def desideratum_stderr(name: str, raw_stderrs: Sequence[float]) -> float:
+    """Standard error of a desideratum's 0–100 score from the standard errors of the raw
+    metrics of the tasks averaged into it: the tasks are independent samples, so the mean's
+    is ``sqrt(Σ se²) / k``, times the score's slope (clipping at 0 or 100 is ignored)."""
+    if name not in DESIDERATA:
+        raise ValueError(f"desideratum must be one of {DESIDERATA}, got {name!r}")
+    se = np.asarray(list(raw_stderrs), dtype=np.float64)
+    if se.size == 0 or not np.all(np.isfinite(se)):
+        return float("nan")
+    return float(abs(_SCALE.get(name, 100.0)) * math.sqrt(float(np.sum(se**2))) / se.size)

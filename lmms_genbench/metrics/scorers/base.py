@@ -54,11 +54,13 @@ import numpy as np
 
 from ...engine.chain import Chain, NotAChainError, hop_kind
 from ...core.errors import ActionableError, WrongModelError, from_exception
-from ...core.keys import atomic_write, stable_hash
+from ...core.keys import atomic_write, json_nulls, stable_hash, strict_json
 from ...core.registry import lookup
 from ...engine.store import ChainLocation
+from ..functional.intervals import bootstrap_intervals, check_spec, no_interval
 
 __all__ = [
+    "BOOTSTRAP_DEFAULTS",
     "ENV_BATCH",
     "ENV_DEVICE",
     "MAX_FAILED_LISTED",
@@ -70,6 +72,7 @@ __all__ = [
     "prefetched_blocks",
     "resolve_device_and_batch",
     "unit_rows",
+    "with_stderr",
 ]
 
 logger = logging.getLogger(__name__)
@@ -81,6 +84,12 @@ ENV_BATCH = "LMMS_GENBENCH_SCORER_BATCH"
 OPERATIONAL_SETTINGS = ("device", "batch_size")
 #: failed chains listed by id in a report (all are counted in its failure_reasons)
 MAX_FAILED_LISTED = 100
+#: the intervals' bootstrap, unless the task's ``generation_kwargs.scorer.bootstrap`` says otherwise
+BOOTSTRAP_DEFAULTS = {"resamples": 1000, "seed": 0, "level": 0.95}
+#: report keys that go to the report file beside the payload, never into a metric
+TABLE_KEYS = ("doc_scores", "estimators", "intervals", "bootstrap")
+#: why a report value is null, unless the scorer knows better (``null_reason``)
+NO_DATA = "not a number: no scored doc contributes to it"
 
 
 # --------------------------------------------------------------------------- records
@@ -180,6 +189,36 @@ def macro_mean(values: Iterable[float]) -> float:
     """Mean of the non-NaN values; NaN if there are none."""
     vals = [v for v in values if not math.isnan(v)]
     return float(np.mean(vals)) if vals else math.nan
+
+
+def with_stderr(names: Sequence[str], headline: Iterable[str]) -> list[str]:
+    """``names`` with ``<m>_stderr`` right after each headline ``m``.
+
+    lmms-eval 0.7.3 writes ``<m>_stderr`` = "N/A" when it aggregates ``m`` (it knows no
+    standard error of our aggregations) and then aggregates the metrics in the order
+    ``process_results`` first returned them; ``<m>_stderr`` aggregated after ``m`` therefore
+    overwrites "N/A" with the bootstrap standard error, which its table shows as ``m``'s ±."""
+    headline = set(headline)
+    return [x for name in names for x in ((name, f"{name}_stderr") if name in headline else (name,))]
+
+
+def bootstrap_settings(scorer: Mapping[str, Any]) -> dict[str, Any]:
+    """The intervals' bootstrap: :data:`BOOTSTRAP_DEFAULTS` overridden by the task's
+    ``generation_kwargs.scorer.bootstrap`` mapping (``resamples`` (0: no intervals), ``seed``,
+    ``level``)."""
+    given = scorer.get("bootstrap") or {}
+    if not isinstance(given, Mapping) or set(given) - set(BOOTSTRAP_DEFAULTS):
+        raise ValueError(
+            f"generation_kwargs.scorer.bootstrap must be a mapping with keys among "
+            f"{sorted(BOOTSTRAP_DEFAULTS)}, got {given!r}"
+        )
+    out = {**BOOTSTRAP_DEFAULTS, **given}
+    for key in ("resamples", "seed"):
+        if isinstance(out[key], bool) or not isinstance(out[key], int) or out[key] < 0:
+            raise ValueError(f"generation_kwargs.scorer.bootstrap.{key} must be an integer >= 0, got {out[key]!r}")
+    if isinstance(out["level"], bool) or not isinstance(out["level"], (int, float)) or not 0 < out["level"] < 1:
+        raise ValueError(f"generation_kwargs.scorer.bootstrap.level must lie between 0 and 1, got {out['level']!r}")
+    return out
 
 
 def unit_rows(embeddings: Any) -> np.ndarray:
@@ -294,6 +333,19 @@ class ChainScorer:
     def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
         return dict(report)
 
+    def estimators(self, report: Mapping[str, Any], settings: Any) -> dict[str, dict[str, Any]]:
+        """Metric -> estimator spec (:mod:`~lmms_genbench.metrics.functional.intervals`) that
+        recomputes the metric from ``report["doc_scores"]``; each gets a bootstrap interval."""
+        return {}
+
+    def no_intervals(self, report: Mapping[str, Any], settings: Any) -> dict[str, str]:
+        """Metric -> why it gets no interval (FID: a set-level statistic)."""
+        return {}
+
+    def null_reason(self, pointer: str, report: Mapping[str, Any]) -> str:
+        """Why the report value at JSON ``pointer`` is not a number (written as null)."""
+        return NO_DATA
+
     def prepare(self, record: ChainRecord, length: int) -> Any:
         """What scoring reads of the chain, or why it cannot be scored (a ``str``)."""
         return record if record.ok else record.reason or "failed"
@@ -365,10 +417,17 @@ class ChainScorer:
         return {name: MetricItem(name, record) for name in names}
 
     def aggregate(self, items: Sequence[MetricItem]) -> Any:
-        """One metric's value: every metric of a task points here."""
+        """One metric's value: every metric of a task points here. ``<m>_stderr`` is the
+        bootstrap standard error of ``m``. A value that is not a number is None (lmms-eval
+        prints N/A and its results file stays plain JSON)."""
         if not items:
-            return math.nan
-        return self.report([item.record for item in items]).get(items[0].metric, math.nan)
+            return None
+        metric = items[0].metric
+        report = self.report([item.record for item in items])
+        value = report.get(metric)
+        if value is None and metric.endswith("_stderr"):
+            value = (report.get("intervals") or {}).get(metric[: -len("_stderr")], {}).get("stderr")
+        return None if isinstance(value, float) and not math.isfinite(value) else value
 
     # ----------------------------------------------------------- report
     def report(self, records: Sequence[ChainRecord]) -> dict[str, Any]:
@@ -389,13 +448,19 @@ class ChainScorer:
                 exc, f"the {self.name} scorer settings of {task} are not valid",
                 "correct generation_kwargs.scorer or the LMMS_GENBENCH_* variable the message names",
             )
-        key = (resolved, length, tuple(r.cache_key() for r in records))
+        try:
+            boot = bootstrap_settings(self.task_settings(json.loads(settings)))
+        except ValueError as exc:
+            raise from_exception(exc, f"the {self.name} scorer settings of {task} are not valid",
+                                 "correct generation_kwargs.scorer.bootstrap")
+        key = (resolved, length, tuple(sorted(boot.items())), tuple(r.cache_key() for r in records))
 
         def compute() -> dict[str, Any]:
             try:
                 report = self.score(records, resolved, length)
             except Exception as exc:
                 raise self._scoring_failure(exc, resolved, task)
+            self.add_intervals(report, resolved, boot)
             self.write(records, report, resolved)
             if not report.get("n_scored"):
                 docs = len({(r.chain_id, r.folder) for r in records})
@@ -404,6 +469,19 @@ class ChainScorer:
             return report
 
         return self._cache.get(key, compute)
+
+    def add_intervals(self, report: dict[str, Any], resolved: Any, boot: Mapping[str, Any]) -> None:
+        """``report["estimators"]`` and ``report["intervals"]``: a bootstrap interval of each
+        metric the scorer has an estimator for (over ``report["doc_scores"]``), and an entry
+        saying why for each metric that gets none."""
+        table = (report.get("doc_scores") or {}).get("columns") or {}
+        specs = {m: check_spec(spec) for m, spec in self.estimators(report, resolved).items()} if table else {}
+        intervals = bootstrap_intervals(table, specs, boot["resamples"], boot["level"], boot["seed"]) if specs else {}
+        for metric, reason in self.no_intervals(report, resolved).items():
+            intervals[metric] = no_interval(reason)
+        report["estimators"] = specs
+        report["intervals"] = intervals
+        report["bootstrap"] = dict(boot)
 
     def _scoring_failure(self, exc: Exception, resolved: Any, task: str) -> ActionableError:
         """One line naming the setting (and the variable that set it) whose network failed."""
@@ -453,13 +531,17 @@ class ChainScorer:
         scorer's keyed report and as the latest ``report_file``; an unwritable store
         only logs a warning (the scores are already computed)."""
         failed = self.failed_docs(records)
+        tables = {k: report[k] for k in TABLE_KEYS if k in report}
         payload = {
-            **self.payload(report),
+            **self.payload({k: v for k, v in report.items() if k not in TABLE_KEYS}),
+            **tables,
             "scorer": {"name": self.name, "settings": _settings_dict(resolved), "key": self.report_key(resolved)},
             "failed_docs": failed[:MAX_FAILED_LISTED],
             "failed_docs_total": len(failed),
         }
-        blob = json.dumps(payload, indent=2, sort_keys=True, default=str).encode("utf-8")
+        payload, nulls = json_nulls(payload)
+        payload["null_reasons"] = {p: self.null_reason(p, report) for p in nulls}
+        blob = strict_json(payload, indent=2, sort_keys=True, default=str).encode("utf-8")
         for namespace in sorted({r.namespace for r in records}):
             for name in (self.keyed_report_file(resolved), self.report_file):
                 target = Path(namespace) / name

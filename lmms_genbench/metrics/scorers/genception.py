@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from ..functional.intervals import doc_table
 from .base import (
+    NO_DATA,
     ChainRecord,
     ChainScorer,
     macro_mean,
@@ -33,6 +35,7 @@ from .base import (
     resolve_device_and_batch,
     unique_records,
     unit_rows,
+    with_stderr,
 )
 
 logger = logging.getLogger(__name__)
@@ -43,6 +46,13 @@ ENV_IMAGE_ENCODER = "LMMS_GENBENCH_IMAGE_ENCODER"
 ENV_FID_FEATURES = "LMMS_GENBENCH_FID_FEATURES"
 #: fewest scored images of a category for its FID to count (module docstring)
 MIN_FID_IMAGES = 2
+#: why FID-based scores get no bootstrap interval (README, "Intervals")
+FID_NO_INTERVAL = (
+    "FID is a set-level statistic (a distance between two covariance estimates), not a mean over docs: "
+    "its bias depends on the sample size, which a bootstrap resample of docs does not keep (duplicated images "
+    "shrink the covariance), and every resample would need its own matrix square root; compare FIDs only at "
+    "equal sample sizes (gc_fid@T_n_min)"
+)
 
 
 @dataclass(frozen=True)
@@ -138,7 +148,8 @@ class GenCeptionScorer(ChainScorer):
             names += [f"gc@{T}_{group}", f"gc_fid@{T}_{group}"]
         for _, members in groups:
             names += [f"gc@{T}_{c}" for c in members] + [f"gc_fid@{T}_{c}" for c in members]
-        return names
+        # GC@T overall, per group and per category: ± (bootstrap) in lmms-eval's table
+        return with_stderr(names, [f"gc@{T}", *(f"gc@{T}_{x}" for g, m in groups for x in (g, *m))])
 
     def _prepare(self, rec: ChainRecord, T: int) -> list[str] | str:
         """The T + 1 image paths of a chain (seed, then each redraw), or why it cannot be scored."""
@@ -185,6 +196,7 @@ class GenCeptionScorer(ChainScorer):
                     settings.fid_features, device=settings.device, batch_size=settings.batch_size
                 )
         block = max(1, settings.batch_size // (T + 1))
+        per_doc: list[tuple[str, str, np.ndarray]] = []  # (chain id, category, s@1..T): the doc table
         for name, docs in by_category.items():
             cat = categories[name]
             cat.s_sums = np.zeros(T, dtype=np.float64)
@@ -192,6 +204,7 @@ class GenCeptionScorer(ChainScorer):
             for chunk, images in prefetched_blocks(docs, block, lambda item: item[1]):
                 emb = unit_rows(encoder.encode(images)).reshape(len(chunk), T + 1, -1)
                 sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
+                per_doc += [(rec.chain_id, name, row) for (rec, _), row in zip(chunk, sims)]
                 for row in sims:
                     cat.gc_sum += gc_at_t(row)
                     cat.s_sums += row
@@ -243,10 +256,36 @@ class GenCeptionScorer(ChainScorer):
         report["n_scored"] = sum(c.n_scored for c in categories.values())
         report["n_failed"] = sum(c.n_failed for c in categories.values())
         report["failure_reasons"] = dict(failures)
+        report["doc_scores"] = _doc_scores(per_doc, T)
         return report
 
     def prepare(self, record: ChainRecord, length: int) -> list[str] | str:
         return self._prepare(record, self.iterations(length))
+
+    def estimators(self, report: Mapping[str, Any], settings: GenCeptionSettings) -> dict[str, dict[str, Any]]:
+        """GC@T and s@t: means over the categories of each category's mean over its chains,
+        resampled within categories; the same for each group's and each category's GC@T."""
+        T = int(report["iterations"])
+        scored = sorted(set(report["doc_scores"]["columns"]["category"]))
+        specs = {f"gc@{T}": _macro("gc")}
+        specs.update({f"s@{t}": _macro(f"s@{t}") for t in range(1, T + 1)})
+        specs.update({f"gc@{T}_{group}": _macro("gc", members) for group, members in settings.groups})
+        specs.update({f"gc@{T}_{c}": _macro("gc", [c]) for c in scored})
+        return specs
+
+    def no_intervals(self, report: Mapping[str, Any], settings: GenCeptionSettings) -> dict[str, str]:
+        T = int(report["iterations"])
+        fid = [k for k in report if k == f"gc_fid@{T}" or (k.startswith((f"gc_fid@{T}_", "fid@"))
+                                                          and not k.endswith(("_n", "_n_min", "_n_excluded", "_excluded")))]
+        return {k: FID_NO_INTERVAL for k in fid}
+
+    def null_reason(self, pointer: str, report: Mapping[str, Any]) -> str:
+        leaf = pointer.rsplit("/", 1)[-1]
+        if "fid@" not in leaf:
+            return NO_DATA
+        if f"gc_fid@{report.get('iterations')}_n_min" not in report:
+            return "FID is off (fid_features: none)"
+        return f"FID needs at least {MIN_FID_IMAGES} scored images of a category; gc_fid@T_excluded names the categories with fewer"
 
     def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
         """``report.json``: the summary, and every category with its FID sample size."""
@@ -254,6 +293,21 @@ class GenCeptionScorer(ChainScorer):
         per_category = tuple(f"_{name}" for name in categories) + tuple(f"_{name}_n" for name in categories)
         summary = {k: v for k, v in report.items() if not k.endswith(per_category)}
         return {"summary": summary, "categories": categories}
+
+
+def _macro(column: str, members: Sequence[str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"kind": "macro", "column": column, "by": "category"}
+    return spec if members is None else {**spec, "members": list(members)}
+
+
+def _doc_scores(per_doc: Sequence[tuple[str, str, np.ndarray]], T: int) -> dict[str, Any]:
+    """Each scored chain's GC@T, s@1..s@T and category (``report["doc_scores"]``)."""
+    from ..functional.gc import gc_at_t
+
+    columns: dict[str, list[Any]] = {"gc": [gc_at_t(row) for _, _, row in per_doc]}
+    columns.update({f"s@{t}": [float(row[t - 1]) for _, _, row in per_doc] for t in range(1, T + 1)})
+    columns["category"] = [name for _, name, _ in per_doc]
+    return doc_table([chain_id for chain_id, _, _ in per_doc], columns)
 
 
 def category_table(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

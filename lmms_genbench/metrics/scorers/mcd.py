@@ -43,9 +43,18 @@ from typing import Any
 import numpy as np
 
 from ..functional.drift import MAPPINGS, DriftStats
+from ..functional.intervals import doc_table
 from ..networks.common import check_batch_size, check_device
 from ..networks.encoders import LONG_TEXT_MODES
-from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, unique_records, unit_rows
+from .base import (
+    ChainRecord,
+    ChainScorer,
+    prefetched_blocks,
+    resolve_device_and_batch,
+    unique_records,
+    unit_rows,
+    with_stderr,
+)
 
 __all__ = ["DIRECTIONS", "MAPPINGS", "MCD", "DriftSettings", "MCDScorer", "source_table"]
 
@@ -247,6 +256,9 @@ class MCDScorer(ChainScorer):
 
     prepare = staticmethod(_prepare)  # the report lists each chain it refuses
 
+    def estimators(self, report: Mapping[str, Any], settings: DriftSettings) -> dict[str, dict[str, Any]]:
+        return _estimators(report)
+
     def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
         """``mcd_report.json``: the summary, and every source's table."""
         sources = source_table(report)
@@ -259,7 +271,8 @@ class MCDScorer(ChainScorer):
             same_modality = m.split("->")[0] == m.split("->")[1]
             names += [f"s_{m}@{g}" for g in range(1, length + 1) if (g % 2 == 0) == same_modality]
         names += [f"mcd_avg_{s}" for s in settings.get("sources") or ()]
-        return names
+        # MCD per mapping, MCD_avg and each source's: ± (bootstrap) in lmms-eval's table
+        return with_stderr(names, [f"mcd_{m}" for m in MAPPINGS] + [n for n in names if n.startswith("mcd_avg")])
 
     def score(self, records: Sequence[ChainRecord], settings: DriftSettings, length: int) -> dict[str, Any]:
         """A flat report.
@@ -299,6 +312,7 @@ class MCDScorer(ChainScorer):
         tally = _Tally()
         n_same, n_cross = G // 2, (G + 1) // 2  # generations 2,4,… and 1,3,…
         enc_args = {"device": settings.device, "batch_size": settings.batch_size}
+        per_doc: list[tuple[Sequence[_Chain], dict[str, np.ndarray]]] = []  # blocks: the doc table
         for direction, chains in by_direction.items():
             if not chains:
                 continue
@@ -331,6 +345,7 @@ class MCDScorer(ChainScorer):
                 ref = tally.encode(clip_in, inputs, roles[1])
                 other = tally.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
                 rows[cross_map] = _sims(ref, other)
+                per_doc.append((chunk, rows))
                 sources = [c.source for c in chunk]
                 groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
                 for mapping, sims in rows.items():
@@ -356,6 +371,7 @@ class MCDScorer(ChainScorer):
         for direction in DIRECTIONS:
             report[f"n_{direction}"] = n_direction[direction]
         report["failure_reasons"] = dict(sorted(failures.items()))
+        report["doc_scores"] = _doc_scores(per_doc)
         report["clip_long_text"] = settings.clip_long_text
         for key in (
             "n_clip_texts",
@@ -377,6 +393,43 @@ class MCDScorer(ChainScorer):
         if failures:
             logger.warning("MCD: %d chains not scored: %s", report["n_failed"], dict(failures))
         return report
+
+
+def _doc_scores(blocks: Sequence[tuple[Sequence[_Chain], Mapping[str, np.ndarray]]]) -> dict[str, Any]:
+    """Each scored chain's MCD per mapping (its mean similarity over its generations; NaN for
+    the mappings of the other direction), direction and source (``report["doc_scores"]``).
+    Every chain of a direction has the same generations, so the mean over chains of these is
+    MCD_δ (eq. 2: the mean over generations of the mean over chains)."""
+    ids: list[str] = []
+    columns: dict[str, list[Any]] = {f"mcd_{m}": [] for m in MAPPINGS}
+    columns.update(direction=[], source=[])
+    for chunk, rows in blocks:
+        ids += [c.chain_id for c in chunk]
+        for m in MAPPINGS:
+            columns[f"mcd_{m}"] += rows[m].mean(axis=1).tolist() if m in rows else [None] * len(chunk)
+        columns["direction"] += [c.direction for c in chunk]
+        columns["source"] += [c.source for c in chunk]
+    return doc_table(ids, columns)
+
+
+def _mapping_means(where: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    extra = {"where": dict(where)} if where else {}
+    return [{"kind": "mean", "column": f"mcd_{m}", **extra} for m in MAPPINGS]
+
+
+def _estimators(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """MCD per mapping and MCD_avg (mean over the mappings with data), overall (chains
+    resampled within each direction) and per source (within source and direction)."""
+    specs: dict[str, dict[str, Any]] = {}
+    for m, spec in zip(MAPPINGS, _mapping_means()):
+        specs[f"mcd_{m}"] = {**spec, "strata": "direction"}
+    specs["mcd_avg"] = {"kind": "avg", "of": _mapping_means(), "strata": "direction"}
+    for source in sorted(set(report["doc_scores"]["columns"]["source"])):
+        by_source = _mapping_means({"source": source})
+        for m, spec in zip(MAPPINGS, by_source):
+            specs[f"mcd_{m}_{source}"] = {**spec, "strata": ["source", "direction"]}
+        specs[f"mcd_avg_{source}"] = {"kind": "avg", "of": by_source, "strata": ["source", "direction"]}
+    return specs
 
 
 def _stats_keys(report: dict[str, Any], stats: DriftStats, suffix: str) -> None:

@@ -31,6 +31,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..functional.geneval import (
     DEFAULT_COLOR_CLIP,
     DEFAULT_DETECTOR,
@@ -41,8 +43,9 @@ from ..functional.geneval import (
     rules_preset,
     validate_metadata,
 )
+from ..functional.intervals import doc_table
 from ..networks.common import check_batch_size, check_device
-from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, unique_records
+from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, unique_records, with_stderr
 
 __all__ = ["ENV_COLOR_CLIP", "ENV_DETECTOR", "ENV_RULES", "MGG", "MGGScorer", "MGGSettings"]
 
@@ -155,7 +158,8 @@ class MGGScorer(ChainScorer):
         drawn = _image_generations(length)  # text-first chains draw at odd generations
         names = ["mgg"] + [f"geneval@{g}" for g in drawn] + [f"mgg_{t}" for t in TAGS]
         names += [f"mgg_{t}@{g}" for t in TAGS for g in drawn]
-        return names + ["n_scored", "n_failed", "n_images"]
+        # MGG and GenEval per generation: ± (bootstrap) in lmms-eval's table
+        return with_stderr(names, ["mgg", *(f"geneval@{g}" for g in drawn)]) + ["n_scored", "n_failed", "n_images"]
 
     def score(
         self,
@@ -182,12 +186,15 @@ class MGGScorer(ChainScorer):
         G = length
         failures: Counter[str] = Counter()
         ready: list[tuple[dict[str, Any], list[tuple[int, str]]]] = []
+        ids: list[str] = []  # of ready, and below each drawn image's verdict: the doc table
+        verdicts: list[bool] = []
         for rec in unique_records(records, lambda r: r.chain_id):
             prepared = _prepare(rec, G)
             if isinstance(prepared, str):
                 failures[prepared.split(":")[0]] += 1
             else:
                 ready.append((rec.fields["metadata"], prepared))
+                ids.append(rec.chain_id)
 
         rules = settings.geneval_rules
         stats = GenEvalStats()
@@ -207,6 +214,7 @@ class MGGScorer(ChainScorer):
                             next(pictures), meta, detector=detector, color_classifier=color_classifier, rules=rules
                         )
                         stats.add_result(result, generation=g)
+                        verdicts.append(result.correct)
 
         report: dict[str, Any] = {
             "generations": G,
@@ -226,9 +234,32 @@ class MGGScorer(ChainScorer):
             per_gen = [report[f"mgg_{tag}@{g}"] for g in stats.generations if f"mgg_{tag}@{g}" in report]
             report[f"mgg_{tag}"] = sum(per_gen) / len(per_gen) if per_gen else math.nan
         report["counts"] = stats.to_dict()["counts"]
+        report["doc_scores"] = _doc_scores(ids, [meta["tag"] for meta, _ in ready], verdicts, _image_generations(G))
         if failures:
             logger.warning("MGG: %d chains not scored: %s", report["n_failed"], dict(failures))
         return report
+
+
+    def estimators(self, report: Mapping[str, Any], settings: MGGSettings) -> dict[str, dict[str, Any]]:
+        """GenEval per generation (the mean over tags of each tag's accuracy), MGG (their mean
+        over generations), the same per tag; prompts resampled within tags."""
+        gens = report["scored_generations"]
+        per_gen = {g: {"kind": "macro", "column": f"correct@{g}", "by": "tag"} for g in gens}
+        specs = {"mgg": {"kind": "avg", "of": list(per_gen.values()), "strata": "tag"}}
+        specs.update({f"geneval@{g}": spec for g, spec in per_gen.items()})
+        for tag in sorted(set(report["doc_scores"]["columns"]["tag"])):
+            own = {g: {**spec, "members": [tag]} for g, spec in per_gen.items()}
+            specs[f"mgg_{tag}"] = {"kind": "avg", "of": list(own.values()), "strata": "tag"}
+            specs.update({f"mgg_{tag}@{g}": spec for g, spec in own.items()})
+        return specs
+
+
+def _doc_scores(ids: list[str], tags: list[str], verdicts: list[bool], gens: list[int]) -> dict[str, Any]:
+    """Each scored prompt's tag and 0/1 verdict per drawn generation (``correct@<g>``), the
+    rows of GenEval's per-tag accuracies (``report["doc_scores"]``)."""
+    grid = np.asarray(verdicts, dtype=np.float64).reshape(len(ids), len(gens))
+    columns: dict[str, Any] = {f"correct@{g}": grid[:, j].tolist() for j, g in enumerate(gens)}
+    return doc_table(ids, {**columns, "tag": tags})
 
 
 #: the scorer every MGG task uses (its report cache is process-wide)

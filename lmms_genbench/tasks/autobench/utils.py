@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 from lmms_genbench.autobench.balance import LETTERS, move_answer
 from lmms_genbench.autobench.prompts import ANSWER, ANSWER_NO_IMAGE, render
-from lmms_genbench.metrics.functional.autobench import EXTRACTION_RULES, AccuracyStats, score_record
+from lmms_genbench.metrics.functional.autobench import EXTRACTION_RULES, AccuracyStats, accuracy_interval, score_record
 
 DATASET_ENV = "AUTOBENCH_DATASET"
 
@@ -76,14 +77,26 @@ _METRICS = {
 }
 
 
+# accuracies with a bootstrap standard error, `<m>_stderr` right after `m` (lmms-eval shows
+# it as m's ±; the order matters: see lmms_genbench.metrics.scorers.base.with_stderr)
+_STDERR = {"acc": None, "acc_easy": "easy", "acc_medium": "medium", "acc_hard": "hard"}
+METRICS = [x for m in _METRICS for x in ((m, f"{m}_stderr") if m in _STDERR else (m,))]
+
+
 def process_results(doc, results):
     """Each metric gets ``(its name, the doc's record)``, so one ``aggregate`` serves all."""
     resp = results[0] if results else None
     rec = score_record(resp if isinstance(resp, str) else None, doc["answer"], doc["level"],
                        doc["aspect"], doc["capability"])
-    return {m: (m, rec) for m in _METRICS}
+    return {m: (m, rec) for m in METRICS}
 
 
 def aggregate(items):
+    """The metric's value; None (N/A in lmms-eval, null in its results file) for NaN."""
     metric = items[0][0]
-    return _METRICS[metric](AccuracyStats.of([rec for _, rec in items]))
+    records = [rec for _, rec in items]
+    if metric.endswith("_stderr"):
+        value = accuracy_interval(records, _STDERR[metric[: -len("_stderr")]])["stderr"]
+    else:
+        value = _METRICS[metric](AccuracyStats.of(records))
+    return None if isinstance(value, float) and math.isnan(value) else value
