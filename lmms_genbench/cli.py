@@ -11,6 +11,8 @@ Usage::
     lmms-genbench sdp fetch-geneval [--out FILE]
     lmms-genbench chef summary RESULTS [RESULTS ...] --out DIR
     lmms-genbench report RESULTS [RESULTS ...] -o report.html [--label NAME ...]
+    lmms-genbench compare RESULTS_A RESULTS_B [--task T] [--metric M ...] [--json FILE]
+    lmms-genbench ranks RESULTS [RESULTS ...] --task T --metric M [--json FILE]
 
 RESULTS is an lmms-eval ``*_results.json`` file or a folder (an ``--output_path``):
 lmms-eval writes ``<output_path>/<model>/<date>_results.json``, and ``<model>`` is empty
@@ -319,7 +321,15 @@ _SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "autobench": _add_autobench,
     "chef": _add_chef,
     "report": _add_report,
+    "compare": lambda sub: _analysis().add_compare(sub),
+    "ranks": lambda sub: _analysis().add_ranks(sub),
 }
+
+
+def _analysis():
+    from lmms_genbench.analysis import commands
+
+    return commands
 
 
 def build_parser() -> argparse.ArgumentParser:
