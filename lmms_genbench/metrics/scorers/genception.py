@@ -202,10 +202,9 @@ class GenCeptionScorer(ChainScorer):
                         fid_stats[t].update(feats[:, t])
             if fid_extractor is not None:
                 cat.fid_n = fid_stats[0].n
-                cat.fids = [
-                    fid_stats[0].fid(fid_stats[t], method="eigh") if cat.fid_n >= MIN_FID_IMAGES else math.nan
-                    for t in range(1, T + 1)
-                ]
+                # the seed images factorised once, every t measured against them
+                seeds = fid_stats[0].reference() if cat.fid_n >= MIN_FID_IMAGES else None
+                cat.fids = [seeds.fid(fid_stats[t]) if seeds else math.nan for t in range(1, T + 1)]
 
         fid_on = settings.fid_features is not None
         report: dict[str, Any] = {"iterations": T}
