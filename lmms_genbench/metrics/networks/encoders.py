@@ -25,13 +25,14 @@ Heavy libraries are imported inside functions so importing this module stays che
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .common import ModelCache, check_batch_size, check_device, to_rgb_images
+from .common import ModelCache, cast_modules, check_batch_size, check_device, check_dtype, to_rgb_images
 from ...smoke.vision import tiny_clip, tiny_vit
 
 __all__ = [
@@ -164,6 +165,19 @@ class _BatchedEncoder:
 
     def __call__(self, items: Sequence[Any]) -> Any:
         return self.encode(items)
+
+    def with_options(self, *, batch_size: int, **options: Any) -> Any:
+        """This encoder's network (shared, with its lock) under other call options:
+        ``batch_size``, and for CLIP text ``long_text``. Counters start from this
+        encoder's and are the new object's own from then on."""
+        view = copy.copy(self)
+        view._batch_size = check_batch_size(batch_size)
+        for key, value in options.items():
+            view._set_option(key, value)
+        return view
+
+    def _set_option(self, key: str, value: Any) -> None:
+        raise TypeError(f"{type(self).__name__} has no option {key!r}")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={getattr(self, 'name', '?')!r}, device={self._device!r}, batch_size={self._batch_size})"
@@ -518,6 +532,13 @@ class CLIPTextEncoder(TextEncoder):
     def _modules(self) -> list[Any]:
         return [self.model]
 
+    def _set_option(self, key: str, value: Any) -> None:
+        if key != "long_text":
+            super()._set_option(key, value)
+        if value not in LONG_TEXT_MODES:
+            raise ValueError(f"long_text must be one of {LONG_TEXT_MODES}, got {value!r}")
+        self.long_text = value
+
     @property
     def dim(self) -> int:
         return int(self.model.text_projection.out_features)
@@ -845,27 +866,51 @@ def build_text_encoder(
     return SentenceEncoder(name, device=device, batch_size=batch_size)
 
 
-_CACHE = ModelCache()
+# networks by identity (what is loaded: spec, device, dtype); the encoders handed out are
+# views of them per call options (batch size, CLIP's long_text), so one network loads once
+_NETWORKS = ModelCache()
+_VIEWS = ModelCache()
 
 
 def _cache_key(spec: Any) -> Any:
     return os.fspath(spec) if isinstance(spec, os.PathLike) else spec
 
 
+def _network(key: tuple, build: Callable[[], Any], dtype: str) -> Any:
+    def load() -> Any:
+        encoder = build()
+        modules = getattr(encoder, "_modules", None)
+        if modules is None and dtype != "float32":
+            raise ValueError(f"dtype={dtype!r} needs one of this package's encoders; {type(encoder).__name__} came from the loader")
+        if modules is not None:
+            cast_modules(modules(), dtype)
+        return encoder
+
+    return _NETWORKS.get(key, load)
+
+
+def _view(key: tuple, network: Any, batch_size: int, **options: Any) -> Any:
+    if not hasattr(network, "with_options"):  # an object from a loader: used as it is
+        return network
+    return _VIEWS.get(key + (batch_size, *options.values()), lambda: network.with_options(batch_size=batch_size, **options))
+
+
 def get_image_encoder(
-    spec: ImageSpec = DEFAULT_VIT, device: str = "cpu", batch_size: int = 32
+    spec: ImageSpec = DEFAULT_VIT, device: str = "cpu", batch_size: int = 32, *, dtype: str = "float32"
 ) -> Any:
-    """:func:`build_image_encoder`, loaded once per process for each (spec, device, batch_size).
+    """:func:`build_image_encoder`, its network loaded once per process for each (spec,
+    device, dtype) whatever the batch size; ``dtype`` (``"float32"``, ``"bfloat16"``,
+    ``"float16"``) is the weights' (outputs are float32 either way).
 
     Encoder objects are returned unchanged (nothing to load). Thread-safe.
     """
     if _is_encoder(spec):
         return spec
-    device = check_device(device)
-    return _CACHE.get(
-        ("image", _cache_key(spec), device, batch_size),
-        lambda: build_image_encoder(spec, device=device, batch_size=batch_size),
-    )
+    device, dtype = check_device(device), check_dtype(dtype)
+    check_batch_size(batch_size)
+    key = ("image", _cache_key(spec), device, dtype)
+    network = _network(key, lambda: build_image_encoder(spec, device=device, batch_size=batch_size), dtype)
+    return _view(key, network, batch_size)
 
 
 def get_text_encoder(
@@ -874,19 +919,26 @@ def get_text_encoder(
     batch_size: int = 32,
     *,
     long_text: str = "truncate",
+    dtype: str = "float32",
 ) -> Any:
-    """:func:`build_text_encoder`, loaded once per process for each (spec, device, batch_size, long_text)."""
+    """:func:`build_text_encoder`, its network loaded once per process for each (spec,
+    device, dtype) whatever the batch size and ``long_text``."""
     if _is_encoder(spec):
         return spec
-    device = check_device(device)
-    return _CACHE.get(
-        ("text", _cache_key(spec), device, batch_size, long_text),
-        lambda: build_text_encoder(
-            spec, device=device, batch_size=batch_size, long_text=long_text
-        ),
+    device, dtype = check_device(device), check_dtype(dtype)
+    check_batch_size(batch_size)
+    if long_text not in LONG_TEXT_MODES:
+        raise ValueError(f"long_text must be one of {LONG_TEXT_MODES}, got {long_text!r}")
+    key = ("text", _cache_key(spec), device, dtype)
+    network = _network(
+        key, lambda: build_text_encoder(spec, device=device, batch_size=batch_size, long_text=long_text), dtype
     )
+    if isinstance(network, CLIPTextEncoder):
+        return _view(key, network, batch_size, long_text=long_text)
+    return _view(key, network, batch_size)
 
 
 def clear_encoder_cache() -> None:
     """Forget cached encoders (e.g. between test cases or to free GPU memory)."""
-    _CACHE.clear()
+    _VIEWS.clear()
+    _NETWORKS.clear()

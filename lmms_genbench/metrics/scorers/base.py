@@ -61,6 +61,7 @@ from ...engine.store import ChainLocation
 __all__ = [
     "ENV_BATCH",
     "ENV_DEVICE",
+    "ENV_DTYPE",
     "MAX_FAILED_LISTED",
     "ChainRecord",
     "ChainScorer",
@@ -69,6 +70,7 @@ __all__ = [
     "macro_mean",
     "prefetched_blocks",
     "resolve_device_and_batch",
+    "resolve_dtype",
     "unit_rows",
 ]
 
@@ -77,8 +79,12 @@ logger = logging.getLogger(__name__)
 # Scoring settings shared by every scorer, overridable at run time.
 ENV_DEVICE = "LMMS_GENBENCH_SCORER_DEVICE"
 ENV_BATCH = "LMMS_GENBENCH_SCORER_BATCH"
+ENV_DTYPE = "LMMS_GENBENCH_SCORER_DTYPE"
 #: settings that change how fast a report is computed, not what it says: not in its key
 OPERATIONAL_SETTINGS = ("device", "batch_size")
+#: settings that do change the numbers but were added later: at these values they stay out
+#: of the key, so reports written before them keep their names (a bfloat16 report gets its own)
+KEY_DEFAULTS = {"dtype": "float32"}
 #: failed chains listed by id in a report (all are counted in its failure_reasons)
 MAX_FAILED_LISTED = 100
 
@@ -174,6 +180,15 @@ def resolve_device_and_batch(defaults: Mapping[str, Any]) -> tuple[str, int]:
     if batch < 1:
         raise ValueError(f"{ENV_BATCH} must be >= 1, got {batch}")
     return str(device), batch
+
+
+def resolve_dtype(defaults: Mapping[str, Any]) -> str:
+    """The scorer networks' weight dtype: the environment, else the task's, else float32
+    (canonical name: ``bf16`` -> ``bfloat16``)."""
+    from ..networks.common import check_dtype
+
+    value = os.environ.get(ENV_DTYPE) or defaults.get("dtype") or "float32"
+    return check_dtype(value, f"the scorer dtype (generation_kwargs.scorer.dtype or {ENV_DTYPE})")
 
 
 def macro_mean(values: Iterable[float]) -> float:
@@ -431,7 +446,10 @@ class ChainScorer:
 
     def report_key(self, resolved: Any) -> str:
         """Short hash of the settings that decide a report's numbers (not device or batch size)."""
-        shown = {k: v for k, v in _settings_dict(resolved).items() if k not in OPERATIONAL_SETTINGS}
+        shown = {
+            k: v for k, v in _settings_dict(resolved).items()
+            if k not in OPERATIONAL_SETTINGS and not (k in KEY_DEFAULTS and v == KEY_DEFAULTS[k])
+        }
         return stable_hash(shown, 8, ensure_ascii=True)
 
     def keyed_report_file(self, resolved: Any) -> str:

@@ -31,6 +31,7 @@ from .base import (
     macro_mean,
     prefetched_blocks,
     resolve_device_and_batch,
+    resolve_dtype,
     unique_records,
     unit_rows,
 )
@@ -55,6 +56,8 @@ class GenCeptionSettings:
         device, batch_size: where and how many images per forward pass.
         groups: name -> categories; each group and each listed category gets its
             own ``gc@T_<name>`` and ``gc_fid@T_<name>`` (MME: visual and textual).
+        dtype: weights of the similarity encoder (``float32``; ``bfloat16`` trades digits
+            for speed). The FID network stays float32 (``networks.inception``).
     """
 
     image_encoder: str
@@ -62,6 +65,7 @@ class GenCeptionSettings:
     device: str
     batch_size: int
     groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    dtype: str = "float32"
 
     @classmethod
     def resolve(cls, settings: Mapping[str, Any]) -> GenCeptionSettings:
@@ -74,6 +78,7 @@ class GenCeptionSettings:
             device=device,
             batch_size=batch,
             groups=_groups(settings.get("groups")),
+            dtype=resolve_dtype(settings),
         )
 
 
@@ -179,7 +184,9 @@ class GenCeptionScorer(ChainScorer):
 
         encoder = fid_extractor = None
         if by_category:
-            encoder = get_image_encoder(settings.image_encoder, device=settings.device, batch_size=settings.batch_size)
+            encoder = get_image_encoder(
+                settings.image_encoder, device=settings.device, batch_size=settings.batch_size, dtype=settings.dtype
+            )
             if settings.fid_features:
                 fid_extractor = get_fid_extractor(
                     settings.fid_features, device=settings.device, batch_size=settings.batch_size

@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 
 from ..functional.drift import MAPPINGS, DriftStats
-from ..networks.common import check_batch_size, check_device
+from ..networks.common import check_batch_size, check_device, check_dtype
 from ..networks.encoders import LONG_TEXT_MODES
-from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, unique_records, unit_rows
+from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, resolve_dtype, unique_records, unit_rows
 
 __all__ = ["DIRECTIONS", "MAPPINGS", "MCD", "DriftSettings", "MCDScorer", "source_table"]
 
@@ -83,6 +83,7 @@ class DriftSettings:
         device: torch device string.
         batch_size: items per forward pass (also sets how many docs are read per block).
         sources: data sources that get their own ``mcd_avg_<source>`` metric.
+        dtype: weights of the encoders (``float32``; ``bfloat16`` trades digits for speed).
     """
 
     clip: str
@@ -92,6 +93,7 @@ class DriftSettings:
     device: str = "cpu"
     batch_size: int = 32
     sources: tuple[str, ...] = ()
+    dtype: str = "float32"
 
     def __post_init__(self) -> None:
         for name in ("clip", "dino", "text_encoder"):
@@ -111,6 +113,7 @@ class DriftSettings:
             )
         check_device(self.device)
         check_batch_size(self.batch_size)
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))  # bf16 -> bfloat16: one report key
 
     @classmethod
     def resolve(cls, defaults: Mapping[str, Any]) -> DriftSettings:
@@ -138,6 +141,7 @@ class DriftSettings:
             device=device,
             batch_size=batch,
             sources=tuple(str(s) for s in defaults.get("sources") or ()),
+            dtype=resolve_dtype(defaults),
         )
 
 
@@ -298,7 +302,7 @@ class MCDScorer(ChainScorer):
         per_source: dict[str, DriftStats] = {}
         tally = _Tally()
         n_same, n_cross = G // 2, (G + 1) // 2  # generations 2,4,… and 1,3,…
-        enc_args = {"device": settings.device, "batch_size": settings.batch_size}
+        enc_args = {"device": settings.device, "batch_size": settings.batch_size, "dtype": settings.dtype}
         for direction, chains in by_direction.items():
             if not chains:
                 continue
