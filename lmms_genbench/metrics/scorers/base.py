@@ -68,7 +68,10 @@ __all__ = [
     "MetricItem",
     "ReportCache",
     "macro_mean",
+    "bar_blocks",
+    "parallel_blocks",
     "prefetched_blocks",
+    "scoring_workers",
     "resolve_device_and_batch",
     "resolve_dtype",
     "unit_rows",
@@ -236,6 +239,61 @@ def prefetched_blocks(
             chunk, futures = pending
             pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
             yield chunk, [f.result() for f in futures]
+
+
+def bar_blocks(bar: Any, blocks: Iterable[tuple[Sequence[Any], Any]]) -> Iterator[tuple[Sequence[Any], Any]]:
+    """``blocks`` unchanged, advancing the progress ``bar`` by each block's docs once it is done."""
+    for chunk, payload in blocks:
+        yield chunk, payload
+        bar.update(len(chunk))
+
+
+def scoring_workers(device: str) -> int:
+    """Threads a scorer runs over blocks: on a CPU every core the torch thread pool leaves
+    over (the smoke networks run on one torch thread each, so each core takes a block; with
+    torch's default of one thread per core this is 1, and each forward pass uses all of
+    them); on a GPU 2, so one block is decoded and preprocessed while another runs."""
+    if not str(device).startswith("cpu"):
+        return 2
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, torch.get_num_threads()))
+
+
+def parallel_blocks(
+    docs: Sequence[Any],
+    block: int,
+    paths: Callable[[Any], Sequence[str]],
+    work: Callable[[Sequence[Any], list[Any]], Any],
+    workers: int,
+) -> Iterator[tuple[Sequence[Any], Any]]:
+    """Yield ``(docs, work(docs, images))`` for blocks of ``block`` docs, in order.
+
+    With one worker this is :func:`prefetched_blocks` with ``work`` applied. With more,
+    each block is decoded and worked on by one of ``workers`` threads, at most two blocks
+    per thread in flight; the blocks are the same as with one worker, so ``work`` sees the
+    same batches (and a network returns the same numbers for them)."""
+    if workers <= 1:
+        for chunk, images in prefetched_blocks(docs, block, paths):
+            yield chunk, work(chunk, images)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    def task(start: int) -> tuple[Sequence[Any], Any]:
+        chunk = docs[start : start + block]
+        return chunk, work(chunk, [load_rgb(p) for rec in chunk for p in paths(rec)])
+
+    starts = iter(range(0, len(docs), block))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="genbench-score") as pool:
+        pending = deque(pool.submit(task, start) for _, start in zip(range(2 * workers), starts))
+        while pending:
+            done = pending.popleft().result()
+            start = next(starts, None)
+            if start is not None:
+                pending.append(pool.submit(task, start))
+            yield done
 
 
 class ReportCache:

@@ -25,9 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from ...core.progress import progress
 from .base import (
     ChainRecord,
     ChainScorer,
+    bar_blocks,
     macro_mean,
     prefetched_blocks,
     resolve_device_and_batch,
@@ -196,7 +198,8 @@ class GenCeptionScorer(ChainScorer):
             cat = categories[name]
             cat.s_sums = np.zeros(T, dtype=np.float64)
             fid_stats = [FrechetStats() for _ in range(T + 1)]
-            for chunk, images in prefetched_blocks(docs, block, lambda item: item[1]):
+            bar = progress(desc=f"GenCeption {name}", total=len(docs), unit="doc")
+            for chunk, images in bar_blocks(bar, prefetched_blocks(docs, block, lambda item: item[1])):
                 emb = unit_rows(encoder.encode(images)).reshape(len(chunk), T + 1, -1)
                 sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
                 for row in sims:
@@ -212,6 +215,7 @@ class GenCeptionScorer(ChainScorer):
                 # the seed images factorised once, every t measured against them
                 seeds = fid_stats[0].reference() if cat.fid_n >= MIN_FID_IMAGES else None
                 cat.fids = [seeds.fid(fid_stats[t]) if seeds else math.nan for t in range(1, T + 1)]
+            bar.close()
 
         fid_on = settings.fid_features is not None
         report: dict[str, Any] = {"iterations": T}

@@ -45,7 +45,17 @@ import numpy as np
 from ..functional.drift import MAPPINGS, DriftStats
 from ..networks.common import check_batch_size, check_device, check_dtype
 from ..networks.encoders import LONG_TEXT_MODES
-from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, resolve_dtype, unique_records, unit_rows
+from ...core.progress import progress
+from .base import (
+    ChainRecord,
+    ChainScorer,
+    parallel_blocks,
+    resolve_device_and_batch,
+    resolve_dtype,
+    scoring_workers,
+    unique_records,
+    unit_rows,
+)
 
 __all__ = ["DIRECTIONS", "MAPPINGS", "MCD", "DriftSettings", "MCDScorer", "source_table"]
 
@@ -197,22 +207,21 @@ def _prepare(rec: ChainRecord, G: int) -> _Chain | str:
 
 
 class _Tally:
-    """Texts seen and cut by the scorer's text encoders (deltas of their counters)."""
+    """Texts seen and cut by the scorer's text encoders, counted per call (the encoders'
+    lifetime counters cannot tell apart the calls of threads sharing them)."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
 
     def encode(self, encoder: Any, items: Sequence[Any], role: str | None) -> np.ndarray:
-        # the encoders' counters run over their (cached) lifetime: count this call's delta.
-        # An encoder shared with a concurrent scorer would blur the delta; encoders
-        # without counters count 0 cut texts.
-        before = {k: getattr(encoder, k, 0) for k in ("num_truncated", "num_chunked")}
-        emb = unit_rows(encoder.encode(list(items)))
+        counted = getattr(encoder, "encode_with_counts", None)
+        # encoders without counts (injected ones) count 0 cut texts
+        emb, cut = counted(list(items)) if counted else (encoder.encode(list(items)), {})
         if role is not None:
             self.counts[f"n_{role}_texts"] += len(items)
-            for k, v in before.items():
-                self.counts[f"n_{role}_{k[4:]}"] += getattr(encoder, k, 0) - v
-        return emb
+            for kind, n in cut.items():
+                self.counts[f"n_{role}_{kind}"] += n
+        return unit_rows(emb)
 
 
 def _sims(ref: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -303,6 +312,7 @@ class MCDScorer(ChainScorer):
         tally = _Tally()
         n_same, n_cross = G // 2, (G + 1) // 2  # generations 2,4,… and 1,3,…
         enc_args = {"device": settings.device, "batch_size": settings.batch_size, "dtype": settings.dtype}
+        workers = scoring_workers(settings.device)  # threads over blocks: every core
         for direction, chains in by_direction.items():
             if not chains:
                 continue
@@ -319,8 +329,9 @@ class MCDScorer(ChainScorer):
                 roles = (None, None, "clip")
             images_per_doc = len(chains[0].image_paths())
             block = max(1, settings.batch_size // images_per_doc)
-            for chunk, images in prefetched_blocks(chains, block, _Chain.image_paths):
-                n = len(chunk)
+
+            def work(chunk, images):  # one block, on one of the scorer's threads
+                n, counted = len(chunk), _Tally()
                 if first == "text":
                     same_items = [x for c in chunk for x in c.same]
                     cross_items = images
@@ -330,22 +341,28 @@ class MCDScorer(ChainScorer):
                 inputs = same_items[:: 1 + n_same]  # g = 0 of each doc
                 rows: dict[str, np.ndarray] = {}
                 if same_enc is not None:
-                    emb = tally.encode(same_enc, same_items, roles[0]).reshape(n, 1 + n_same, -1)
+                    emb = counted.encode(same_enc, same_items, roles[0]).reshape(n, 1 + n_same, -1)
                     rows[same_map] = _sims(emb[:, 0], emb[:, 1:])
-                ref = tally.encode(clip_in, inputs, roles[1])
-                other = tally.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
+                ref = counted.encode(clip_in, inputs, roles[1])
+                other = counted.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
                 rows[cross_map] = _sims(ref, other)
-                sources = [c.source for c in chunk]
-                groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
-                for mapping, sims in rows.items():
-                    offset = 2 if mapping == same_map else 1  # same modality: g = 2, 4, …
-                    for j in range(sims.shape[1]):
-                        g = offset + 2 * j
-                        total.update(mapping, g, sims[:, j])
-                        for s, idx in groups.items():
-                            per_source.setdefault(s, DriftStats()).update(mapping, g, sims[idx, j])
-                n_scored.update(sources)
-                n_direction[direction] += n
+                return rows, counted.counts
+
+            with progress(desc=f"MCD {direction} chains", total=len(chains), unit="chain") as bar:
+                for chunk, (rows, counts) in parallel_blocks(chains, block, _Chain.image_paths, work, workers):
+                    tally.counts.update(counts)
+                    sources = [c.source for c in chunk]
+                    groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
+                    for mapping, sims in rows.items():
+                        offset = 2 if mapping == same_map else 1  # same modality: g = 2, 4, …
+                        for j in range(sims.shape[1]):
+                            g = offset + 2 * j
+                            total.update(mapping, g, sims[:, j])
+                            for s, idx in groups.items():
+                                per_source.setdefault(s, DriftStats()).update(mapping, g, sims[idx, j])
+                    n_scored.update(sources)
+                    n_direction[direction] += len(chunk)
+                    bar.update(len(chunk))
 
         report: dict[str, Any] = {}
         _stats_keys(report, total, "")

@@ -42,7 +42,8 @@ from ..functional.geneval import (
     validate_metadata,
 )
 from ..networks.common import check_batch_size, check_device, check_dtype
-from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, resolve_dtype, unique_records
+from ...core.progress import progress
+from .base import ChainRecord, ChainScorer, bar_blocks, prefetched_blocks, resolve_device_and_batch, resolve_dtype, unique_records
 
 __all__ = ["ENV_COLOR_CLIP", "ENV_DETECTOR", "ENV_RULES", "MGG", "MGGScorer", "MGGSettings"]
 
@@ -205,7 +206,9 @@ class MGGScorer(ChainScorer):
                     dtype=settings.dtype,
                 )
             block = max(1, settings.batch_size // max(1, len(_image_generations(G))))
-            for chunk, images in prefetched_blocks(ready, block, lambda item: [p for _, p in item[1]]):
+            bar = progress(desc="MGG chains", total=len(ready), unit="chain")
+            blocks = prefetched_blocks(ready, block, lambda item: [p for _, p in item[1]])
+            for chunk, images in bar_blocks(bar, blocks):
                 # the block's pictures go to the detector together (one batched call)
                 metas = [meta for meta, drawn in chunk for _ in drawn]
                 drawn_at = [g for _meta, drawn in chunk for g, _path in drawn]
@@ -214,6 +217,7 @@ class MGGScorer(ChainScorer):
                 )
                 for g, result in zip(drawn_at, results):
                     stats.add_result(result, generation=g)
+            bar.close()
 
         report: dict[str, Any] = {
             "generations": G,
