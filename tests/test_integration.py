@@ -139,8 +139,9 @@ def test_cli_smoke_run_reports_gc_and_fid(smoke_run):
     assert math.isnan(cats["matplotlib"]["gc_fid@3"]) and cats["matplotlib"]["fid_n"] == 1
     assert report["summary"]["gc@3"] == pytest.approx(metrics["gc@3"])
     assert report["summary"]["gc_fid@3_excluded"] == ["matplotlib"]
-    # the terminal table shows the score
+    # the terminal table shows the score; scoring drew its progress on stderr (--verbosity INFO)
     assert "gc@3" in proc.stdout
+    assert "GenCeption scikit-image" in proc.stderr and "MCD text_first chains" in proc.stderr
     samples = _samples(out, "mmeception_smoke")
     assert len(samples) == 9
     chain = _chain(samples[0])
