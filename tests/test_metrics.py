@@ -820,14 +820,17 @@ class TestFactories:
         for t in threads:
             t.join()
         assert len(calls) == 1 and all(r is results[0] for r in results)
-        assert get_image_encoder(loader, "cpu", 16) is not results[0]
-        assert len(calls) == 2
+        # keyed by the network only: another batch size is a view of the same loaded network
+        other = get_image_encoder(loader, "cpu", 16)
+        assert other is not results[0] and other.model is results[0].model and len(calls) == 1
+        assert (other.batch_size, results[0].batch_size) == (16, 8)
         assert get_image_encoder("tiny-vit", "cpu", 8) is get_image_encoder(
             "tiny-vit", "cpu", 8
         )
-        assert get_text_encoder("tiny-clip", "cpu", 8) is not get_text_encoder(
-            "tiny-clip", "cpu", 8, long_text="chunk_mean"
-        )
+        chunked = get_text_encoder("tiny-clip", "cpu", 8, long_text="chunk_mean")
+        truncating = get_text_encoder("tiny-clip", "cpu", 8)
+        assert truncating is not chunked and truncating.model is chunked.model
+        assert (truncating.long_text, chunked.long_text) == ("truncate", "chunk_mean")
         clear_encoder_cache()
 
     def test_shared_encoder_from_threads(self):

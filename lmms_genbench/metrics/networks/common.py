@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-__all__ = ["ModelCache", "check_batch_size", "check_device", "to_rgb_images"]
+__all__ = ["DTYPES", "ModelCache", "cast_modules", "check_batch_size", "check_device", "check_dtype", "to_rgb_images"]
 
 
 def to_rgb_images(items: Sequence[Any], name: str = "images") -> list[Any]:
@@ -55,6 +55,31 @@ def check_device(device: Any) -> str:
             f"device must be a string such as 'cpu' or 'cuda:0', got {device!r}"
         )
     return device
+
+
+#: weight dtypes of the scorer networks; "float32" is exact, the others trade digits for speed
+DTYPES = ("float32", "bfloat16", "float16")
+_DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+
+
+def check_dtype(dtype: Any, name: str = "dtype") -> str:
+    """The canonical name of a weight dtype (``bf16`` -> ``bfloat16``), or a ValueError naming the choices."""
+    value = _DTYPE_ALIASES.get(dtype, dtype) if isinstance(dtype, str) else dtype
+    if value not in DTYPES:
+        raise ValueError(
+            f"{name} must be one of {DTYPES} (or {', '.join(_DTYPE_ALIASES)}), got {dtype!r}"
+        )
+    return value
+
+
+def cast_modules(modules: Sequence[Any], dtype: str) -> None:
+    """Cast the weights of torch ``modules`` to ``dtype`` (a no-op for ``float32``)."""
+    if check_dtype(dtype) == "float32":
+        return
+    import torch
+
+    for module in modules:
+        module.to(getattr(torch, dtype))
 
 
 class ModelCache:

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .common import ModelCache, check_device, to_rgb_images
+from .common import ModelCache, cast_modules, check_device, check_dtype, to_rgb_images
 from ..functional.geneval import (
     COLOR_TEMPLATES,
     COLORS,
@@ -29,7 +29,7 @@ from ..functional.geneval import (
     validate_metadata,
 )
 
-__all__ = ['CLIPColorClassifier', 'ColorClassifier', 'Detector', 'OWLv2Detector', 'build_color_classifier', 'build_detector', 'clear_geneval_cache', 'evaluate_image', 'get_color_classifier', 'get_detector']
+__all__ = ['CLIPColorClassifier', 'ColorClassifier', 'Detector', 'OWLv2Detector', 'build_color_classifier', 'build_detector', 'clear_geneval_cache', 'evaluate_image', 'evaluate_images', 'get_color_classifier', 'get_detector']
 
 
 @runtime_checkable
@@ -75,6 +75,12 @@ class OWLv2Detector:
 
     ``score_floor`` only trims the output: greedy NMS never lets a lower score suppress a
     higher one, so any rule threshold >= ``score_floor`` sees the same boxes.
+
+    :meth:`detect_batch` runs a batch of pictures, each with its own classes, through one
+    vision forward pass; each query's text embedding is computed once and kept (the 553
+    GenEval prompts name 80 classes), and the batch's logits and boxes reach the CPU in one
+    transfer. :meth:`detect` is a batch of one. Per picture the numbers are those of the
+    model's own ``forward`` up to float rounding of the batched matrix products.
 
     Args:
         model: hub name or local path, or a loaded ``Owlv2ForObjectDetection``.
@@ -132,12 +138,14 @@ class OWLv2Detector:
         self.processor = processor
         self.model = model.to(self.device).eval()
         self._lock = threading.Lock()
+        # the parts of Owlv2ForObjectDetection.forward, to batch pictures and keep text embeddings
+        self._parts = all(
+            hasattr(model, name) for name in ("owlv2", "image_embedder", "class_predictor", "box_predictor")
+        )
+        self._query_embeds: dict[str, Any] = {}
 
-    def detect(self, image: Any, classes: Sequence[str]) -> dict[str, list[Detection]]:
-        """Detections of each class in ``image`` (a PIL image or a path), most confident first."""
-        import torch
-        from torchvision.ops import nms
-
+    @staticmethod
+    def _names(classes: Any) -> list[str]:
         if (
             isinstance(classes, (str, bytes))
             or not isinstance(classes, Sequence)
@@ -149,9 +157,76 @@ class OWLv2Detector:
         for i, c in enumerate(classes):
             if not isinstance(c, str) or not c.strip():
                 raise ValueError(f"classes[{i}] must be a non-empty string, got {c!r}")
-        names = list(dict.fromkeys(classes))
+        return list(dict.fromkeys(classes))
+
+    def detect(self, image: Any, classes: Sequence[str]) -> dict[str, list[Detection]]:
+        """Detections of each class in ``image`` (a PIL image or a path), most confident first."""
+        if self._parts:
+            return self.detect_batch([image], [classes])[0]
+        return self._detect_forward(image, self._names(classes))
+
+    def _embed_queries(self, queries: Sequence[str]) -> None:
+        """Text embeddings of the queries not seen before, in one text forward pass
+        (normalised as ``Owlv2Model.forward`` does before the class head)."""
+        import torch
+
+        new = [q for q in dict.fromkeys(queries) if q not in self._query_embeds]
+        if not new:
+            return
+        # OWLv2's text tower has 16 positions: a longer query would not run at all
+        tokens = self.processor(text=[new], return_tensors="pt", padding="max_length", truncation=True)
+        embeds = self.model.owlv2.get_text_features(
+            input_ids=tokens["input_ids"].to(self.device),
+            attention_mask=tokens["attention_mask"].to(self.device),
+        )
+        embeds = getattr(embeds, "pooler_output", embeds)  # transformers 5 returns the model output
+        embeds = embeds / torch.linalg.norm(embeds, ord=2, dim=-1, keepdim=True)
+        for q, e in zip(new, embeds):
+            self._query_embeds[q] = e
+
+    def detect_batch(
+        self, images: Sequence[Any], classes: Sequence[Sequence[str]]
+    ) -> list[dict[str, list[Detection]]]:
+        """:meth:`detect` of each picture with its own classes, in one forward pass."""
+        import torch
+
+        if len(images) != len(classes):
+            raise ValueError(f"images and classes must pair up, got {len(images)} images and {len(classes)} class lists")
+        if not images:
+            return []
+        names = [self._names(c) for c in classes]
+        if not self._parts:
+            return [self._detect_forward(img, n) for img, n in zip(images, names)]
+        pictures = to_rgb_images(list(images), "images")
+        queries = [[self.query_template.format_map({"class": c}) for c in n] for n in names]
+        with self._lock, torch.inference_mode():
+            self._embed_queries([q for qs in queries for q in qs])
+            dtype = next(self.model.parameters()).dtype
+            pixels = self.processor(images=pictures, return_tensors="pt")["pixel_values"]
+            feature_map, _ = self.model.image_embedder(pixel_values=pixels.to(self.device, dtype))
+            b, h, w, d = feature_map.shape
+            image_feats = feature_map.reshape(b, h * w, d)
+            width = max(len(qs) for qs in queries)
+            query_embeds = torch.zeros((b, width, self._query_embeds[queries[0][0]].shape[-1]),
+                                       dtype=image_feats.dtype, device=image_feats.device)
+            query_mask = torch.zeros((b, width), dtype=torch.bool, device=image_feats.device)
+            for i, qs in enumerate(queries):
+                query_embeds[i, : len(qs)] = torch.stack([self._query_embeds[q] for q in qs])
+                query_mask[i, : len(qs)] = True
+            logits, _ = self.model.class_predictor(image_feats, query_embeds, query_mask)
+            boxes = self.model.box_predictor(image_feats, feature_map)
+            # one transfer for the whole batch; float64 for exact pixel arithmetic
+            host = torch.cat([logits.float(), boxes.float()], dim=-1).double().cpu()
+        return [
+            self._postprocess(host[i, :, : len(n)], host[i, :, width:], pic.size, n)
+            for i, (pic, n) in enumerate(zip(pictures, names))
+        ]
+
+    def _detect_forward(self, image: Any, names: list[str]) -> dict[str, list[Detection]]:
+        """One picture through the model's own ``forward`` (a model without its parts)."""
+        import torch
+
         (img,) = to_rgb_images([image], "image")
-        width, height = img.size
         queries = [self.query_template.format_map({"class": c}) for c in names]
         with self._lock, torch.inference_mode():
             # OWLv2's text tower has 16 positions: a longer query would not run at all
@@ -162,10 +237,18 @@ class OWLv2Detector:
                 attention_mask=inputs["attention_mask"].to(self.device),
                 pixel_values=inputs["pixel_values"].to(self.device, dtype),
             )
-            logits = (
-                out.logits[0].double().cpu()
-            )  # (boxes, queries); float64 for exact pixel arithmetic
-            cx, cy, w, h = out.pred_boxes[0].double().cpu().unbind(-1)
+            logits = out.logits[0].double().cpu()  # (boxes, queries)
+            boxes = out.pred_boxes[0].double().cpu()
+        return self._postprocess(logits, boxes, img.size, names)
+
+    def _postprocess(self, logits: Any, pred_boxes: Any, size: tuple[int, int], names: list[str]) -> dict[str, list[Detection]]:
+        """Scores, pixel boxes, clipping, floor and NMS for one picture (CPU float64 tensors:
+        logits boxes x queries, boxes boxes x 4 as (cx, cy, w, h) of OWLv2's padded square)."""
+        import torch
+        from torchvision.ops import nms
+
+        width, height = size
+        cx, cy, w, h = pred_boxes.unbind(-1)
         side = float(max(width, height))  # OWLv2 pads to a square at the bottom/right
         boxes = (
             torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], dim=-1) * side
@@ -336,6 +419,7 @@ def build_color_classifier(
     device: str = "cpu",
     batch_size: int = 32,
     templates: Sequence[str] = COLOR_TEMPLATES,
+    dtype: str = "float32",
 ) -> Any:
     """A colour classifier with ``classify(image, boxes, classname)``.
 
@@ -348,6 +432,7 @@ def build_color_classifier(
         device: torch device string.
         batch_size: crops / prompts per forward pass.
         templates: colour prompts with ``{color}`` and ``{class}``.
+        dtype: weight dtype of the CLIP towers loaded by name.
     """
     from .encoders import (
         CLIPImageEncoder,
@@ -362,8 +447,8 @@ def build_color_classifier(
             raise ValueError("spec must be a non-empty model name or path")
         key = text if text == "tiny-clip" else f"clip:{text}"
         return CLIPColorClassifier(
-            get_image_encoder(key, device=device, batch_size=batch_size),
-            get_text_encoder(key, device=device, batch_size=batch_size),
+            get_image_encoder(key, device=device, batch_size=batch_size, dtype=dtype),
+            get_text_encoder(key, device=device, batch_size=batch_size, dtype=dtype),
             templates=templates,
         )
     if isinstance(spec, ColorClassifier):
@@ -397,33 +482,39 @@ def get_detector(
     device: str = "cpu",
     nms_iou: float = 0.5,
     score_floor: float = 0.1,
+    dtype: str = "float32",
 ) -> Any:
     """:func:`build_detector` for a name, loaded once per process per settings (thread-safe);
-    objects and loaders go straight to :func:`build_detector`."""
+    objects and loaders go straight to :func:`build_detector`. ``dtype``: the weights'
+    (``"float32"``, ``"bfloat16"``, ``"float16"``)."""
+    dtype = check_dtype(dtype)
     if not isinstance(spec, (str, os.PathLike)):
         return build_detector(
             spec, device=device, nms_iou=nms_iou, score_floor=score_floor
         )
     device = check_device(device)
-    key = ("detector", os.fspath(spec), device, nms_iou, score_floor)
-    return _CACHE.get(
-        key,
-        lambda: build_detector(
-            spec, device=device, nms_iou=nms_iou, score_floor=score_floor
-        ),
-    )
+    key = ("detector", os.fspath(spec), device, nms_iou, score_floor, dtype)
+
+    def load() -> Any:
+        detector = build_detector(spec, device=device, nms_iou=nms_iou, score_floor=score_floor)
+        cast_modules([detector.model], dtype)
+        return detector
+
+    return _CACHE.get(key, load)
 
 
 def get_color_classifier(
-    spec: Any = DEFAULT_COLOR_CLIP, *, device: str = "cpu", batch_size: int = 32
+    spec: Any = DEFAULT_COLOR_CLIP, *, device: str = "cpu", batch_size: int = 32, dtype: str = "float32"
 ) -> Any:
-    """:func:`build_color_classifier` for a name, built once per process (thread-safe)."""
+    """:func:`build_color_classifier` for a name, built once per process (thread-safe);
+    its CLIP towers are the cached encoders of ``dtype``."""
+    dtype = check_dtype(dtype)
     if not isinstance(spec, (str, os.PathLike)):
         return build_color_classifier(spec, device=device, batch_size=batch_size)
     device = check_device(device)
-    key = ("color", os.fspath(spec), device, batch_size)
+    key = ("color", os.fspath(spec), device, batch_size, dtype)
     return _CACHE.get(
-        key, lambda: build_color_classifier(spec, device=device, batch_size=batch_size)
+        key, lambda: build_color_classifier(spec, device=device, batch_size=batch_size, dtype=dtype)
     )
 
 
@@ -492,3 +583,40 @@ def evaluate_image(
     return evaluate_detections(
         meta, detections, image_size=img.size, rules=rules, color_fn=color_fn
     )
+
+
+def evaluate_images(
+    images: Sequence[Any],
+    metadata: Sequence[Mapping[str, Any]],
+    *,
+    detector: Any,
+    color_classifier: Any = None,
+    rules: GenEvalRules | None = None,
+) -> list[GenEvalResult]:
+    """:func:`evaluate_image` of each picture with its own metadata entry; a detector with
+    ``detect_batch`` (:class:`OWLv2Detector`) sees the whole list in one call."""
+    if len(images) != len(metadata):
+        raise ValueError(f"images and metadata must pair up, got {len(images)} and {len(metadata)}")
+    if not isinstance(detector, Detector):
+        raise TypeError(
+            f"detector must have detect(image, classes), got {type(detector).__name__}"
+        )
+    metas = [validate_metadata(m) for m in metadata]
+    needs_color = [any("color" in req for req in meta["include"]) for meta in metas]
+    if any(needs_color) and not isinstance(color_classifier, ColorClassifier):
+        raise ValueError(
+            "metadata asks for a colour: color_classifier must have classify(image, boxes, classname), "
+            f"got {type(color_classifier).__name__}"
+        )
+    pictures = [_open_image(image) for image in images]
+    classes = [
+        list(dict.fromkeys([r["class"] for r in meta["include"]] + [r["class"] for r in meta["exclude"]]))
+        for meta in metas
+    ]
+    batch = getattr(detector, "detect_batch", None)
+    found = batch(pictures, classes) if callable(batch) else [detector.detect(p, c) for p, c in zip(pictures, classes)]
+    results = []
+    for img, meta, detections, color in zip(pictures, metas, found, needs_color):
+        color_fn = (lambda cls, boxes, img=img: color_classifier.classify(img, boxes, cls)) if color else None
+        results.append(evaluate_detections(meta, detections, image_size=img.size, rules=rules, color_fn=color_fn))
+    return results

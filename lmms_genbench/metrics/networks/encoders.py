@@ -2,8 +2,11 @@
 
 Every encoder has settable ``device`` and ``batch_size`` and an ``encode(items)`` that
 returns a float32 CPU ``torch.Tensor`` of shape N x D (not normalised; use
-:func:`lmms_genbench.metrics.cosine_similarity`). ``encode`` calls on one encoder are
-serialised by a lock, so a cached encoder can be shared by lmms-eval's worker threads.
+:func:`lmms_genbench.metrics.cosine_similarity`); text encoders also have
+``encode_with_counts(items)``, which returns the texts this call cut or chunked. A cached
+encoder can be shared by threads (lmms-eval's workers, a scorer's threads over blocks):
+forward passes of one network run at once (inference only reads the weights), while what
+has state (a tokenizer's settings, the counters) holds the encoder's lock.
 
 * :class:`ViTCLSEncoder`: CLS token of ``last_hidden_state`` (after the final layer
   norm, not ``pooler_output``), as GenCeption's code does with
@@ -25,13 +28,14 @@ Heavy libraries are imported inside functions so importing this module stays che
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .common import ModelCache, check_batch_size, check_device, to_rgb_images
+from .common import ModelCache, cast_modules, check_batch_size, check_device, check_dtype, to_rgb_images
 from ...smoke.vision import tiny_clip, tiny_vit
 
 __all__ = [
@@ -144,26 +148,46 @@ class _BatchedEncoder:
     def _check_items(self, items: Sequence[Any]) -> None:
         raise NotImplementedError
 
-    def _encode_batch(self, batch: Sequence[Any]) -> Any:
+    def _encode_batch(self, batch: Sequence[Any], counts: dict[str, int]) -> Any:
+        """Embeddings of one batch; adds what it cut to ``counts`` (text encoders)."""
         raise NotImplementedError
 
     def encode(self, items: Sequence[Any]) -> Any:
         """Embeddings of ``items`` as a float32 CPU tensor N x D, computed ``batch_size`` at a time."""
+        return self.encode_with_counts(items)[0]
+
+    def encode_with_counts(self, items: Sequence[Any]) -> tuple[Any, dict[str, int]]:
+        """:meth:`encode`, and this call's own counts (``truncated``, ``chunked`` texts):
+        the lifetime counters of a shared encoder cannot tell calls of several threads apart."""
         import torch
 
         self._check_items(items)
         if len(items) == 0:
-            return torch.zeros((0, self.dim), dtype=torch.float32)
+            return torch.zeros((0, self.dim), dtype=torch.float32), {}
         outputs = []
+        counts: dict[str, int] = {}
         step = self._batch_size if self.slices_batches else len(items)
-        with self._lock, torch.inference_mode():
+        with torch.inference_mode():
             for start in range(0, len(items), step):
-                emb = self._encode_batch(items[start : start + step])
+                emb = self._encode_batch(items[start : start + step], counts)
                 outputs.append(emb.detach().to("cpu", torch.float32))
-        return torch.cat(outputs, dim=0)
+        return torch.cat(outputs, dim=0), counts
 
     def __call__(self, items: Sequence[Any]) -> Any:
         return self.encode(items)
+
+    def with_options(self, *, batch_size: int, **options: Any) -> Any:
+        """This encoder's network (shared, with its lock) under other call options:
+        ``batch_size``, and for CLIP text ``long_text``. Counters start from this
+        encoder's and are the new object's own from then on."""
+        view = copy.copy(self)
+        view._batch_size = check_batch_size(batch_size)
+        for key, value in options.items():
+            view._set_option(key, value)
+        return view
+
+    def _set_option(self, key: str, value: Any) -> None:
+        raise TypeError(f"{type(self).__name__} has no option {key!r}")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={getattr(self, 'name', '?')!r}, device={self._device!r}, batch_size={self._batch_size})"
@@ -274,7 +298,7 @@ class ViTCLSEncoder(ImageEncoder):
     def dim(self) -> int:
         return int(self.model.config.hidden_size)
 
-    def _encode_batch(self, batch: Sequence[Any]) -> Any:
+    def _encode_batch(self, batch: Sequence[Any], counts: dict[str, int]) -> Any:
         pixel_values = self._pixel_values(batch)
         out = self.model(pixel_values=pixel_values)
         return out.last_hidden_state[:, 0]
@@ -417,7 +441,7 @@ class CLIPImageEncoder(ImageEncoder):
     def dim(self) -> int:
         return int(self.model.visual_projection.out_features)
 
-    def _encode_batch(self, batch: Sequence[Any]) -> Any:
+    def _encode_batch(self, batch: Sequence[Any], counts: dict[str, int]) -> Any:
         pixel_values = self._pixel_values(batch)
         # same computation as get_image_features / image_embeds, independent of the transformers version
         pooled = self.model.vision_model(pixel_values=pixel_values).pooler_output
@@ -518,6 +542,13 @@ class CLIPTextEncoder(TextEncoder):
     def _modules(self) -> list[Any]:
         return [self.model]
 
+    def _set_option(self, key: str, value: Any) -> None:
+        if key != "long_text":
+            super()._set_option(key, value)
+        if value not in LONG_TEXT_MODES:
+            raise ValueError(f"long_text must be one of {LONG_TEXT_MODES}, got {value!r}")
+        self.long_text = value
+
     @property
     def dim(self) -> int:
         return int(self.model.text_projection.out_features)
@@ -540,29 +571,27 @@ class CLIPTextEncoder(TextEncoder):
             outs.append(self.model.text_projection(pooled))
         return torch.cat(outs, dim=0)
 
-    def encode(self, items: Sequence[str]) -> Any:
-        """Embeddings of ``items`` (strings) as a float32 CPU tensor N x D."""
+    def encode_with_counts(self, items: Sequence[str]) -> tuple[Any, dict[str, int]]:
+        """Embeddings of ``items`` (strings) as a float32 CPU tensor N x D, and how many of
+        them this call truncated or chunked."""
         import torch
 
         self._check_items(items)
         if len(items) == 0:
-            return torch.zeros((0, self.dim), dtype=torch.float32)
-        with self._lock, torch.inference_mode():
+            return torch.zeros((0, self.dim), dtype=torch.float32), {}
+        with self._lock:  # a tokenizer's settings are state: one call at a time
             # text tokens without start/end; verbose=False: lengths over the context are handled here
             token_ids = self.tokenizer(
                 list(items), add_special_tokens=False, verbose=False
             )["input_ids"]
-            room = self.max_length - 2
-            long_count = sum(1 for ids in token_ids if len(ids) > room)
-            self.num_texts += len(items)
+        room = self.max_length - 2
+        long_count = sum(1 for ids in token_ids if len(ids) > room)
+        with torch.inference_mode():
             if self.long_text == "truncate":
                 sequences = [
                     [self._bos] + list(ids[:room]) + [self._eos] for ids in token_ids
                 ]
                 emb = self._forward_ids(sequences)
-                if long_count:
-                    self.num_truncated += long_count
-                    self._report(long_count, len(items))
             else:
                 sequences, owner = [], []
                 for i, ids in enumerate(token_ids):
@@ -584,16 +613,23 @@ class CLIPTextEncoder(TextEncoder):
                     .unsqueeze(1)
                 )
                 emb = sums / counts
-                if long_count:
-                    self.num_chunked += long_count
-                    logger.info(
-                        "CLIPTextEncoder: %d of %d texts exceed %d tokens; encoded as the mean of %d-token windows",
-                        long_count,
-                        len(items),
-                        self.max_length,
-                        self.max_length,
-                    )
-            return emb.detach().to("cpu", torch.float32)
+            emb = emb.detach().to("cpu", torch.float32)
+        cut = "truncated" if self.long_text == "truncate" else "chunked"
+        with self._lock:
+            self.num_texts += len(items)
+            if long_count and cut == "truncated":
+                self.num_truncated += long_count
+                self._report(long_count, len(items))
+            elif long_count:
+                self.num_chunked += long_count
+                logger.info(
+                    "CLIPTextEncoder: %d of %d texts exceed %d tokens; encoded as the mean of %d-token windows",
+                    long_count,
+                    len(items),
+                    self.max_length,
+                    self.max_length,
+                )
+        return emb, {cut: long_count}
 
     def _report(self, count: int, total: int) -> None:
         if not self._warned:
@@ -663,6 +699,12 @@ class SentenceEncoder(TextEncoder):
         self.num_truncated = 0
         self.num_texts = 0
         self._warned = False
+        # counting reads untruncated lengths: a tokenizer of its own, so that the model's
+        # keeps one setting and concurrent encode calls never change it under each other
+        tokenizer = getattr(self.model, "tokenizer", None)
+        self._length_tokenizer = copy.deepcopy(tokenizer) if tokenizer is not None else None
+        # the first call sets the model tokenizer's padding and truncation; do it here, alone
+        self.model.encode(["warm up"], batch_size=1, convert_to_tensor=True, show_progress_bar=False)
 
     def _modules(self) -> list[Any]:
         return [self.model]
@@ -676,16 +718,14 @@ class SentenceEncoder(TextEncoder):
         return int(getter())
 
     def _count_truncated(self, texts: Sequence[str]) -> int:
-        tokenizer = getattr(self.model, "tokenizer", None)
         limit = getattr(self.model, "max_seq_length", None)
-        if tokenizer is None or not limit:
+        if self._length_tokenizer is None or not limit:
             return 0
-        ids = tokenizer(list(texts), add_special_tokens=True, verbose=False)[
-            "input_ids"
-        ]
+        with self._lock:
+            ids = self._length_tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
         return sum(1 for x in ids if len(x) > limit)
 
-    def _encode_batch(self, batch: Sequence[str]) -> Any:
+    def _encode_batch(self, batch: Sequence[str], counts: dict[str, int]) -> Any:
         emb = self.model.encode(
             list(batch),
             batch_size=self._batch_size,
@@ -693,22 +733,23 @@ class SentenceEncoder(TextEncoder):
             convert_to_numpy=False,
             normalize_embeddings=False,
             show_progress_bar=False,
-            device=self._device,
         )
         cut = self._count_truncated(batch)
-        self.num_texts += len(batch)
-        if cut:
-            self.num_truncated += cut
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "SentenceEncoder(%s): %d of %d texts exceed max_seq_length=%d tokens and were truncated "
-                    "(running count in .num_truncated)",
-                    self.name,
-                    cut,
-                    len(batch),
-                    self.model.max_seq_length,
-                )
+        counts["truncated"] = counts.get("truncated", 0) + cut
+        with self._lock:
+            self.num_texts += len(batch)
+            if cut:
+                self.num_truncated += cut
+                if not self._warned:
+                    self._warned = True
+                    logger.warning(
+                        "SentenceEncoder(%s): %d of %d texts exceed max_seq_length=%d tokens and were truncated "
+                        "(running count in .num_truncated)",
+                        self.name,
+                        cut,
+                        len(batch),
+                        self.model.max_seq_length,
+                    )
         return emb
 
 
@@ -845,27 +886,51 @@ def build_text_encoder(
     return SentenceEncoder(name, device=device, batch_size=batch_size)
 
 
-_CACHE = ModelCache()
+# networks by identity (what is loaded: spec, device, dtype); the encoders handed out are
+# views of them per call options (batch size, CLIP's long_text), so one network loads once
+_NETWORKS = ModelCache()
+_VIEWS = ModelCache()
 
 
 def _cache_key(spec: Any) -> Any:
     return os.fspath(spec) if isinstance(spec, os.PathLike) else spec
 
 
+def _network(key: tuple, build: Callable[[], Any], dtype: str) -> Any:
+    def load() -> Any:
+        encoder = build()
+        modules = getattr(encoder, "_modules", None)
+        if modules is None and dtype != "float32":
+            raise ValueError(f"dtype={dtype!r} needs one of this package's encoders; {type(encoder).__name__} came from the loader")
+        if modules is not None:
+            cast_modules(modules(), dtype)
+        return encoder
+
+    return _NETWORKS.get(key, load)
+
+
+def _view(key: tuple, network: Any, batch_size: int, **options: Any) -> Any:
+    if not hasattr(network, "with_options"):  # an object from a loader: used as it is
+        return network
+    return _VIEWS.get(key + (batch_size, *options.values()), lambda: network.with_options(batch_size=batch_size, **options))
+
+
 def get_image_encoder(
-    spec: ImageSpec = DEFAULT_VIT, device: str = "cpu", batch_size: int = 32
+    spec: ImageSpec = DEFAULT_VIT, device: str = "cpu", batch_size: int = 32, *, dtype: str = "float32"
 ) -> Any:
-    """:func:`build_image_encoder`, loaded once per process for each (spec, device, batch_size).
+    """:func:`build_image_encoder`, its network loaded once per process for each (spec,
+    device, dtype) whatever the batch size; ``dtype`` (``"float32"``, ``"bfloat16"``,
+    ``"float16"``) is the weights' (outputs are float32 either way).
 
     Encoder objects are returned unchanged (nothing to load). Thread-safe.
     """
     if _is_encoder(spec):
         return spec
-    device = check_device(device)
-    return _CACHE.get(
-        ("image", _cache_key(spec), device, batch_size),
-        lambda: build_image_encoder(spec, device=device, batch_size=batch_size),
-    )
+    device, dtype = check_device(device), check_dtype(dtype)
+    check_batch_size(batch_size)
+    key = ("image", _cache_key(spec), device, dtype)
+    network = _network(key, lambda: build_image_encoder(spec, device=device, batch_size=batch_size), dtype)
+    return _view(key, network, batch_size)
 
 
 def get_text_encoder(
@@ -874,19 +939,26 @@ def get_text_encoder(
     batch_size: int = 32,
     *,
     long_text: str = "truncate",
+    dtype: str = "float32",
 ) -> Any:
-    """:func:`build_text_encoder`, loaded once per process for each (spec, device, batch_size, long_text)."""
+    """:func:`build_text_encoder`, its network loaded once per process for each (spec,
+    device, dtype) whatever the batch size and ``long_text``."""
     if _is_encoder(spec):
         return spec
-    device = check_device(device)
-    return _CACHE.get(
-        ("text", _cache_key(spec), device, batch_size, long_text),
-        lambda: build_text_encoder(
-            spec, device=device, batch_size=batch_size, long_text=long_text
-        ),
+    device, dtype = check_device(device), check_dtype(dtype)
+    check_batch_size(batch_size)
+    if long_text not in LONG_TEXT_MODES:
+        raise ValueError(f"long_text must be one of {LONG_TEXT_MODES}, got {long_text!r}")
+    key = ("text", _cache_key(spec), device, dtype)
+    network = _network(
+        key, lambda: build_text_encoder(spec, device=device, batch_size=batch_size, long_text=long_text), dtype
     )
+    if isinstance(network, CLIPTextEncoder):
+        return _view(key, network, batch_size, long_text=long_text)
+    return _view(key, network, batch_size)
 
 
 def clear_encoder_cache() -> None:
     """Forget cached encoders (e.g. between test cases or to free GPU memory)."""
-    _CACHE.clear()
+    _VIEWS.clear()
+    _NETWORKS.clear()

@@ -63,14 +63,19 @@ __all__ = [
     "BOOTSTRAP_DEFAULTS",
     "ENV_BATCH",
     "ENV_DEVICE",
+    "ENV_DTYPE",
     "MAX_FAILED_LISTED",
     "ChainRecord",
     "ChainScorer",
     "MetricItem",
     "ReportCache",
     "macro_mean",
+    "bar_blocks",
+    "parallel_blocks",
     "prefetched_blocks",
+    "scoring_workers",
     "resolve_device_and_batch",
+    "resolve_dtype",
     "unit_rows",
     "with_stderr",
 ]
@@ -80,8 +85,12 @@ logger = logging.getLogger(__name__)
 # Scoring settings shared by every scorer, overridable at run time.
 ENV_DEVICE = "LMMS_GENBENCH_SCORER_DEVICE"
 ENV_BATCH = "LMMS_GENBENCH_SCORER_BATCH"
+ENV_DTYPE = "LMMS_GENBENCH_SCORER_DTYPE"
 #: settings that change how fast a report is computed, not what it says: not in its key
 OPERATIONAL_SETTINGS = ("device", "batch_size")
+#: settings that do change the numbers but were added later: at these values they stay out
+#: of the key, so reports written before them keep their names (a bfloat16 report gets its own)
+KEY_DEFAULTS = {"dtype": "float32"}
 #: failed chains listed by id in a report (all are counted in its failure_reasons)
 MAX_FAILED_LISTED = 100
 #: the intervals' bootstrap, unless the task's ``generation_kwargs.scorer.bootstrap`` says otherwise
@@ -185,6 +194,15 @@ def resolve_device_and_batch(defaults: Mapping[str, Any]) -> tuple[str, int]:
     return str(device), batch
 
 
+def resolve_dtype(defaults: Mapping[str, Any]) -> str:
+    """The scorer networks' weight dtype: the environment, else the task's, else float32
+    (canonical name: ``bf16`` -> ``bfloat16``)."""
+    from ..networks.common import check_dtype
+
+    value = os.environ.get(ENV_DTYPE) or defaults.get("dtype") or "float32"
+    return check_dtype(value, f"the scorer dtype (generation_kwargs.scorer.dtype or {ENV_DTYPE})")
+
+
 def macro_mean(values: Iterable[float]) -> float:
     """Mean of the non-NaN values; NaN if there are none."""
     vals = [v for v in values if not math.isnan(v)]
@@ -260,6 +278,61 @@ def prefetched_blocks(
             chunk, futures = pending
             pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
             yield chunk, [f.result() for f in futures]
+
+
+def bar_blocks(bar: Any, blocks: Iterable[tuple[Sequence[Any], Any]]) -> Iterator[tuple[Sequence[Any], Any]]:
+    """``blocks`` unchanged, advancing the progress ``bar`` by each block's docs once it is done."""
+    for chunk, payload in blocks:
+        yield chunk, payload
+        bar.update(len(chunk))
+
+
+def scoring_workers(device: str) -> int:
+    """Threads a scorer runs over blocks: on a CPU every core the torch thread pool leaves
+    over (the smoke networks run on one torch thread each, so each core takes a block; with
+    torch's default of one thread per core this is 1, and each forward pass uses all of
+    them); on a GPU 2, so one block is decoded and preprocessed while another runs."""
+    if not str(device).startswith("cpu"):
+        return 2
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, torch.get_num_threads()))
+
+
+def parallel_blocks(
+    docs: Sequence[Any],
+    block: int,
+    paths: Callable[[Any], Sequence[str]],
+    work: Callable[[Sequence[Any], list[Any]], Any],
+    workers: int,
+) -> Iterator[tuple[Sequence[Any], Any]]:
+    """Yield ``(docs, work(docs, images))`` for blocks of ``block`` docs, in order.
+
+    With one worker this is :func:`prefetched_blocks` with ``work`` applied. With more,
+    each block is decoded and worked on by one of ``workers`` threads, at most two blocks
+    per thread in flight; the blocks are the same as with one worker, so ``work`` sees the
+    same batches (and a network returns the same numbers for them)."""
+    if workers <= 1:
+        for chunk, images in prefetched_blocks(docs, block, paths):
+            yield chunk, work(chunk, images)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    def task(start: int) -> tuple[Sequence[Any], Any]:
+        chunk = docs[start : start + block]
+        return chunk, work(chunk, [load_rgb(p) for rec in chunk for p in paths(rec)])
+
+    starts = iter(range(0, len(docs), block))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="genbench-score") as pool:
+        pending = deque(pool.submit(task, start) for _, start in zip(range(2 * workers), starts))
+        while pending:
+            done = pending.popleft().result()
+            start = next(starts, None)
+            if start is not None:
+                pending.append(pool.submit(task, start))
+            yield done
 
 
 class ReportCache:
@@ -509,7 +582,10 @@ class ChainScorer:
 
     def report_key(self, resolved: Any) -> str:
         """Short hash of the settings that decide a report's numbers (not device or batch size)."""
-        shown = {k: v for k, v in _settings_dict(resolved).items() if k not in OPERATIONAL_SETTINGS}
+        shown = {
+            k: v for k, v in _settings_dict(resolved).items()
+            if k not in OPERATIONAL_SETTINGS and not (k in KEY_DEFAULTS and v == KEY_DEFAULTS[k])
+        }
         return stable_hash(shown, 8, ensure_ascii=True)
 
     def keyed_report_file(self, resolved: Any) -> str:

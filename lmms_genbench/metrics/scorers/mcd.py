@@ -44,13 +44,16 @@ import numpy as np
 
 from ..functional.drift import MAPPINGS, DriftStats
 from ..functional.intervals import doc_table
-from ..networks.common import check_batch_size, check_device
+from ..networks.common import check_batch_size, check_device, check_dtype
 from ..networks.encoders import LONG_TEXT_MODES
+from ...core.progress import progress
 from .base import (
     ChainRecord,
     ChainScorer,
-    prefetched_blocks,
+    parallel_blocks,
     resolve_device_and_batch,
+    resolve_dtype,
+    scoring_workers,
     unique_records,
     unit_rows,
     with_stderr,
@@ -92,6 +95,7 @@ class DriftSettings:
         device: torch device string.
         batch_size: items per forward pass (also sets how many docs are read per block).
         sources: data sources that get their own ``mcd_avg_<source>`` metric.
+        dtype: weights of the encoders (``float32``; ``bfloat16`` trades digits for speed).
     """
 
     clip: str
@@ -101,6 +105,7 @@ class DriftSettings:
     device: str = "cpu"
     batch_size: int = 32
     sources: tuple[str, ...] = ()
+    dtype: str = "float32"
 
     def __post_init__(self) -> None:
         for name in ("clip", "dino", "text_encoder"):
@@ -120,6 +125,7 @@ class DriftSettings:
             )
         check_device(self.device)
         check_batch_size(self.batch_size)
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))  # bf16 -> bfloat16: one report key
 
     @classmethod
     def resolve(cls, defaults: Mapping[str, Any]) -> DriftSettings:
@@ -147,6 +153,7 @@ class DriftSettings:
             device=device,
             batch_size=batch,
             sources=tuple(str(s) for s in defaults.get("sources") or ()),
+            dtype=resolve_dtype(defaults),
         )
 
 
@@ -202,22 +209,21 @@ def _prepare(rec: ChainRecord, G: int) -> _Chain | str:
 
 
 class _Tally:
-    """Texts seen and cut by the scorer's text encoders (deltas of their counters)."""
+    """Texts seen and cut by the scorer's text encoders, counted per call (the encoders'
+    lifetime counters cannot tell apart the calls of threads sharing them)."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
 
     def encode(self, encoder: Any, items: Sequence[Any], role: str | None) -> np.ndarray:
-        # the encoders' counters run over their (cached) lifetime: count this call's delta.
-        # An encoder shared with a concurrent scorer would blur the delta; encoders
-        # without counters count 0 cut texts.
-        before = {k: getattr(encoder, k, 0) for k in ("num_truncated", "num_chunked")}
-        emb = unit_rows(encoder.encode(list(items)))
+        counted = getattr(encoder, "encode_with_counts", None)
+        # encoders without counts (injected ones) count 0 cut texts
+        emb, cut = counted(list(items)) if counted else (encoder.encode(list(items)), {})
         if role is not None:
             self.counts[f"n_{role}_texts"] += len(items)
-            for k, v in before.items():
-                self.counts[f"n_{role}_{k[4:]}"] += getattr(encoder, k, 0) - v
-        return emb
+            for kind, n in cut.items():
+                self.counts[f"n_{role}_{kind}"] += n
+        return unit_rows(emb)
 
 
 def _sims(ref: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -311,7 +317,8 @@ class MCDScorer(ChainScorer):
         per_source: dict[str, DriftStats] = {}
         tally = _Tally()
         n_same, n_cross = G // 2, (G + 1) // 2  # generations 2,4,… and 1,3,…
-        enc_args = {"device": settings.device, "batch_size": settings.batch_size}
+        enc_args = {"device": settings.device, "batch_size": settings.batch_size, "dtype": settings.dtype}
+        workers = scoring_workers(settings.device)  # threads over blocks: every core
         per_doc: list[tuple[Sequence[_Chain], dict[str, np.ndarray]]] = []  # blocks: the doc table
         for direction, chains in by_direction.items():
             if not chains:
@@ -329,8 +336,9 @@ class MCDScorer(ChainScorer):
                 roles = (None, None, "clip")
             images_per_doc = len(chains[0].image_paths())
             block = max(1, settings.batch_size // images_per_doc)
-            for chunk, images in prefetched_blocks(chains, block, _Chain.image_paths):
-                n = len(chunk)
+
+            def work(chunk, images):  # one block, on one of the scorer's threads
+                n, counted = len(chunk), _Tally()
                 if first == "text":
                     same_items = [x for c in chunk for x in c.same]
                     cross_items = images
@@ -340,23 +348,29 @@ class MCDScorer(ChainScorer):
                 inputs = same_items[:: 1 + n_same]  # g = 0 of each doc
                 rows: dict[str, np.ndarray] = {}
                 if same_enc is not None:
-                    emb = tally.encode(same_enc, same_items, roles[0]).reshape(n, 1 + n_same, -1)
+                    emb = counted.encode(same_enc, same_items, roles[0]).reshape(n, 1 + n_same, -1)
                     rows[same_map] = _sims(emb[:, 0], emb[:, 1:])
-                ref = tally.encode(clip_in, inputs, roles[1])
-                other = tally.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
+                ref = counted.encode(clip_in, inputs, roles[1])
+                other = counted.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
                 rows[cross_map] = _sims(ref, other)
-                per_doc.append((chunk, rows))
-                sources = [c.source for c in chunk]
-                groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
-                for mapping, sims in rows.items():
-                    offset = 2 if mapping == same_map else 1  # same modality: g = 2, 4, …
-                    for j in range(sims.shape[1]):
-                        g = offset + 2 * j
-                        total.update(mapping, g, sims[:, j])
-                        for s, idx in groups.items():
-                            per_source.setdefault(s, DriftStats()).update(mapping, g, sims[idx, j])
-                n_scored.update(sources)
-                n_direction[direction] += n
+                return rows, counted.counts
+
+            with progress(desc=f"MCD {direction} chains", total=len(chains), unit="chain") as bar:
+                for chunk, (rows, counts) in parallel_blocks(chains, block, _Chain.image_paths, work, workers):
+                    tally.counts.update(counts)
+                    per_doc.append((chunk, rows))
+                    sources = [c.source for c in chunk]
+                    groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
+                    for mapping, sims in rows.items():
+                        offset = 2 if mapping == same_map else 1  # same modality: g = 2, 4, …
+                        for j in range(sims.shape[1]):
+                            g = offset + 2 * j
+                            total.update(mapping, g, sims[:, j])
+                            for s, idx in groups.items():
+                                per_source.setdefault(s, DriftStats()).update(mapping, g, sims[idx, j])
+                    n_scored.update(sources)
+                    n_direction[direction] += len(chunk)
+                    bar.update(len(chunk))
 
         report: dict[str, Any] = {}
         _stats_keys(report, total, "")

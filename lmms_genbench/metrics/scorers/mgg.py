@@ -44,8 +44,12 @@ from ..functional.geneval import (
     validate_metadata,
 )
 from ..functional.intervals import doc_table
-from ..networks.common import check_batch_size, check_device
-from .base import ChainRecord, ChainScorer, prefetched_blocks, resolve_device_and_batch, unique_records, with_stderr
+from ..networks.common import check_batch_size, check_device, check_dtype
+from ...core.progress import progress
+from .base import (
+    ChainRecord, ChainScorer, bar_blocks, prefetched_blocks, resolve_device_and_batch, resolve_dtype, unique_records,
+    with_stderr,
+)
 
 __all__ = ["ENV_COLOR_CLIP", "ENV_DETECTOR", "ENV_RULES", "MGG", "MGGScorer", "MGGSettings"]
 
@@ -68,6 +72,8 @@ class MGGSettings:
         device: torch device string.
         batch_size: colour crops per CLIP pass; also images decoded ahead per block.
         rules: name of the rule set (``"owlv2"`` or ``"geneval"``; module docstring).
+        dtype: weights of the detector and the colour CLIP (``float32``; ``bfloat16``
+            trades digits for speed).
     """
 
     detector: str
@@ -75,6 +81,7 @@ class MGGSettings:
     device: str = "cpu"
     batch_size: int = 32
     rules: str = DEFAULT_RULES
+    dtype: str = "float32"
 
     def __post_init__(self) -> None:
         for name in ("detector", "color_classifier"):
@@ -83,6 +90,7 @@ class MGGSettings:
                 raise ValueError(f"{name} must be a non-empty model spec string, got {value!r}")
         check_device(self.device)
         check_batch_size(self.batch_size)
+        object.__setattr__(self, "dtype", check_dtype(self.dtype))  # bf16 -> bfloat16: one report key
         rules_preset(self.rules, f"the MGG scorer's rules (generation_kwargs.scorer.rules or {ENV_RULES})")
 
     @property
@@ -107,6 +115,7 @@ class MGGSettings:
             device=device,
             batch_size=batch,
             rules=os.environ.get(ENV_RULES) or defaults.get("rules") or paper["rules"],
+            dtype=resolve_dtype(defaults),
         )
 
 
@@ -181,7 +190,7 @@ class MGGScorer(ChainScorer):
         ``failure_reasons``, ``rules`` (the rule set's name and thresholds), ``generations``,
         ``scored_generations``, ``counts``.
         """
-        from ..networks.detection import evaluate_image, get_color_classifier, get_detector
+        from ..networks.detection import evaluate_images, get_color_classifier, get_detector
 
         G = length
         failures: Counter[str] = Counter()
@@ -199,22 +208,27 @@ class MGGScorer(ChainScorer):
         rules = settings.geneval_rules
         stats = GenEvalStats()
         if ready:
-            detector = detector or get_detector(settings.detector, device=settings.device)
+            detector = detector or get_detector(settings.detector, device=settings.device, dtype=settings.dtype)
             needs_color = any("color" in req for meta, _ in ready for req in meta["include"])
             if needs_color and color_classifier is None:
                 color_classifier = get_color_classifier(
-                    settings.color_classifier, device=settings.device, batch_size=settings.batch_size
+                    settings.color_classifier, device=settings.device, batch_size=settings.batch_size,
+                    dtype=settings.dtype,
                 )
             block = max(1, settings.batch_size // max(1, len(_image_generations(G))))
-            for chunk, images in prefetched_blocks(ready, block, lambda item: [p for _, p in item[1]]):
-                pictures = iter(images)
-                for meta, drawn in chunk:
-                    for g, _path in drawn:
-                        result = evaluate_image(
-                            next(pictures), meta, detector=detector, color_classifier=color_classifier, rules=rules
-                        )
-                        stats.add_result(result, generation=g)
-                        verdicts.append(result.correct)
+            bar = progress(desc="MGG chains", total=len(ready), unit="chain")
+            blocks = prefetched_blocks(ready, block, lambda item: [p for _, p in item[1]])
+            for chunk, images in bar_blocks(bar, blocks):
+                # the block's pictures go to the detector together (one batched call)
+                metas = [meta for meta, drawn in chunk for _ in drawn]
+                drawn_at = [g for _meta, drawn in chunk for g, _path in drawn]
+                results = evaluate_images(
+                    images, metas, detector=detector, color_classifier=color_classifier, rules=rules
+                )
+                for g, result in zip(drawn_at, results):
+                    stats.add_result(result, generation=g)
+                    verdicts.append(result.correct)
+            bar.close()
 
         report: dict[str, Any] = {
             "generations": G,

@@ -1,0 +1,41 @@
+"""Progress bars on stderr for long work, drawn with tqdm as lmms-eval draws its own.
+
+Scoring 14 categories x 3 iterations of FID, or 400 chains x 20 generations of MCD, takes
+minutes; a bar per metric and category says it is moving. Bars are off when the run asks
+for less than INFO: lmms-eval's ``--verbosity WARNING`` / ``ERROR`` (lmms-eval copies it to
+``$VERBOSITY``), or a level above INFO set on the ``lmms_genbench`` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from .errors import VERBOSITY_ENV
+
+__all__ = ["progress", "progress_enabled"]
+
+PACKAGE_LOGGER = "lmms_genbench"
+
+
+def progress_enabled() -> bool:
+    """Whether bars are drawn: the run's verbosity and our logger allow INFO."""
+    verbosity = os.environ.get(VERBOSITY_ENV, "").strip().upper()
+    level = logging.getLevelName(verbosity) if verbosity else None
+    if isinstance(level, int) and level > logging.INFO:
+        return False
+    own = logging.getLogger(PACKAGE_LOGGER).level  # NOTSET (0) unless someone set it
+    return not own or own <= logging.INFO
+
+
+def progress(iterable: Iterable[Any] | None = None, *, desc: str, total: int | None = None, unit: str = "it") -> Any:
+    """A tqdm bar on stderr (also when stderr is not a terminal, as in lmms-eval's logs),
+    or a silent one when :func:`progress_enabled` says no. Use as the iterable, or call
+    ``update(n)`` on it; close it (or use ``with``) when done."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, desc=desc, total=total, unit=unit, file=sys.stderr, disable=not progress_enabled(),
+                dynamic_ncols=True)
