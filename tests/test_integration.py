@@ -130,8 +130,11 @@ def test_cli_smoke_run_reports_gc_and_fid(smoke_run):
     assert math.isnan(cats["matplotlib"]["gc_fid@3"]) and cats["matplotlib"]["fid_n"] == 1
     assert report["summary"]["gc@3"] == pytest.approx(metrics["gc@3"])
     assert report["summary"]["gc_fid@3_excluded"] == ["matplotlib"]
-    # the terminal table shows the score
+    # the terminal table shows the score; stderr a progress bar of the chains, with rate and
+    # time left, and no per-call bar of the describer's own class
     assert "gc@3" in proc.stdout
+    assert "cycle: chains" in proc.stderr and "9/9" in proc.stderr and "chain/s" in proc.stderr
+    assert "Model Responding" not in proc.stderr
     samples = _samples(out, "mmeception_smoke")
     assert len(samples) == 9
     chain = _chain(samples[0])
@@ -206,7 +209,7 @@ def test_folder_task_counts_bad_images_and_keeps_the_rest(tmp_path):
     proc = _lmms_eval(
         ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
          "--tasks", "mmeception_folder", "--output_path", str(out), "--log_samples",
-         "--gen_kwargs", "max_new_tokens=24"],
+         "--gen_kwargs", "max_new_tokens=24", "--verbosity", "ERROR"],
         tmp_path, cwd=tmp_path,
         # the folder task scores with the paper's networks; a smoke model's chains are
         # scored with the offline ones, with no variable to set
@@ -216,6 +219,7 @@ def test_folder_task_counts_bad_images_and_keeps_the_rest(tmp_path):
     metrics = _metrics(_results(out), "mmeception_folder")
     assert metrics["n_scored"] == 7 and metrics["n_failed"] == 2
     assert math.isfinite(metrics["gc@3"])
+    assert "cycle: chains" not in proc.stderr  # --verbosity ERROR: no progress bar
     failed = {}
     for sample in _samples(out, "mmeception_folder"):
         chain = _chain(sample)
