@@ -44,6 +44,10 @@ them hold whatever the class (read from lmms-eval 0.7.3's source):
   takes PIL images as they are, so for the call the class's request builder is
   swapped for one that hands them over (``$LMMS_GENBENCH_VLLM_IMAGES=encoded``
   keeps the class's own encoding).
+* Progress: the classes draw a tqdm bar ("Model Responding") per
+  ``generate_until`` call, from the name ``tqdm`` of the module that defines the
+  method. A caller that calls many times and shows its own progress asks for
+  ``quiet=True``: for the call that name gives bars that draw nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -126,7 +131,8 @@ def model_identity(name: str, args: Mapping[str, Any]) -> str:
     return f"{name}-{slug_key(ident, 32)}-{stable_hash(shown, 8)}"
 
 
-def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str = DEFAULT_SPLIT) -> list:
+def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str = DEFAULT_SPLIT,
+             quiet: bool = False) -> list:
     """One ``generate_until`` call: ``(context, gen_kwargs, images)`` items in,
     one unwrapped output per item out (a text; a list of texts where a model
     answers with rounds; callers decide what to do with anything but a text).
@@ -134,7 +140,8 @@ def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str
     The task's ``max_new_tokens``, ``temperature`` and ``until`` hold whatever
     the model's class (see the module's notes). The caller's ``gen_kwargs`` are
     never changed. Raises whatever the model raises, and ``RuntimeError`` when
-    it answers the wrong number of results.
+    it answers the wrong number of results. ``quiet`` turns off the class's own
+    per-call progress bar.
     """
     items = _check_items(items, "generate", ("context", "gen_kwargs", "images"), (Mapping, type(None)))
     if not items:
@@ -149,7 +156,7 @@ def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str
     for doc_id, ((context, _, _), kwargs) in enumerate(zip(items, requests)):
         arguments.append((context, kwargs, _doc_to_visual, doc_id, task, split) if simple
                          else (context, _doc_to_messages, kwargs, doc_id, task, split))
-    with _task_settings(lm, requests, items):
+    with _task_settings(lm, requests, items), (_quiet_bars(lm, "generate_until") if quiet else contextlib.nullcontext()):
         out = _send(lm, "generate_until", items, arguments, task, split)
     return [_cut_at_stop(unwrap_generation_output(o)[0], stop) for o, stop in zip(out, stops)]
 
@@ -183,6 +190,27 @@ def _task_settings(lm, requests: list[dict], items: list[tuple]):
                 isinstance(image, Image.Image) for item in items for image in item[2]):
             stack.enter_context(_pil_images(lm))
         yield
+
+
+@contextlib.contextmanager
+def _quiet_bars(lm, method: str):
+    """For one call, ``tqdm`` in the module defining ``lm``'s ``method`` draws nothing."""
+    module = sys.modules.get(getattr(getattr(type(lm), method, None), "__module__", None) or "")
+    original = getattr(module, "tqdm", None)
+    if not isinstance(original, type):
+        yield
+        return
+
+    class _Silent(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *args, **kwargs):
+            kwargs["disable"] = True
+            super().__init__(*args, **kwargs)
+
+    module.tqdm = _Silent
+    try:
+        yield
+    finally:
+        module.tqdm = original
 
 
 @contextlib.contextmanager

@@ -165,3 +165,65 @@ def test_a_vllm_start_failure_names_the_memory_setting(tmp_path, monkeypatch):
     with pytest.raises(ActionableError, match=r"RuntimeError: Engine core initialization failed.*"
                                               r"describer.gpu_memory_utilization \(here 0.1\)"):
         CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})
+
+
+# -- docs are read when their wave runs ------------------------------------------------
+
+
+class CountingSplit:
+    """A dataset split that counts whole-doc reads (which decode images, as a Hugging
+    Face dataset's do); its narrow view holds the placing fields only."""
+
+    def __init__(self, n, fields=None):
+        self.rows = [{"chain_id": f"c{i}", "image": Image.new("RGB", (8, 8), (i, 50, 90))} for i in range(n)]
+        self.column_names = ["chain_id", "image"]
+        self.fields = fields
+        self.full_reads = []
+
+    def select_columns(self, names):
+        narrow = CountingSplit(0, names)
+        narrow.rows = [{k: r[k] for k in names} for r in self.rows]
+        return narrow
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        if self.fields is None:
+            self.full_reads.append(i)
+        return self.rows[i]
+
+
+def test_docs_are_read_when_their_wave_runs_not_before(tmp_path):
+    model = _model(tmp_path)
+    split = CountingSplit(40)
+    model.task_dict = {"sdp": {"test": split}}
+    reads_at_call = []
+
+    class Recording(FakeDescriber):
+        def describe(self, images, prompt, gen_kwargs):
+            reads_at_call.append(len(split.full_reads))
+            return super().describe(images, prompt, gen_kwargs)
+
+    model.describer = Recording()
+    model.engine = CycleEngine(model.describer, model.generator, describer_batch=4, wave=4, progress=False)
+    chains = [Chain.from_json(r) for r in model.generate_until(
+        [_request(i, {"iterations": 1, "generate_prompt": "{description}"}) for i in range(40)])]
+    assert [c.chain_id for c in chains] == [f"c{i}" for i in range(40)]  # keys from the narrow view
+    assert all(c.status == "ok" for c in chains)
+    assert sorted(split.full_reads) == list(range(40))  # each doc read whole once
+    assert reads_at_call[0] <= 12  # the first waves only (4 per wave), not all 40
+
+
+def test_a_hugging_face_dataset_is_keyed_from_its_narrow_view(tmp_path):
+    import datasets
+
+    model = _model(tmp_path)
+    image = Image.new("RGB", (8, 8), (10, 20, 30))
+    ds = datasets.Dataset.from_list([{"question_id": f"q{i}", "image": image} for i in range(3)],
+                                    features=datasets.Features({"question_id": datasets.Value("string"),
+                                                                "image": datasets.Image()}))
+    model.task_dict = {"sdp": {"test": ds}}
+    chains = [Chain.from_json(r) for r in model.generate_until(
+        [_request(i, {"iterations": 1, "generate_prompt": "{description}"}) for i in range(3)])]
+    assert [c.chain_id for c in chains] == ["q0", "q1", "q2"] and all(c.status == "ok" for c in chains)

@@ -4,6 +4,9 @@ import os
 import numpy as np
 import pytest
 from PIL import Image
+from tqdm import tqdm
+
+from lmms_genbench import host
 
 from lmms_genbench.engine import (
     ArtifactStore,
@@ -319,6 +322,19 @@ class _SimpleLM:
         return out
 
 
+class _BarLM(_SimpleLM):
+    """Draws a per-call bar as lmms-eval's transformers classes do (``tqdm`` of its module)."""
+
+    def generate_until(self, requests):
+        bar = tqdm(total=len(requests), desc="Model Responding")
+        bar.update(len(requests))
+        bar.close()
+        return ["ok"] * len(requests)
+
+
+_TQDM = tqdm  # what this module's name holds outside a quiet call
+
+
 class _ChatLM(_SimpleLM):
     is_simple = False
 
@@ -429,3 +445,109 @@ def test_a_lost_seed_file_is_restored_on_rerun(tmp_path):
     outcomes, _ = CycleEngine(describer, FakeGenerator()).run(jobs)
     assert all(o.ok for o in outcomes) and describer.calls == []
     assert jobs[0].location.has(0, "image")
+
+
+# -- memory, the critical path and progress ------------------------------------------
+
+
+def test_seeds_are_read_wave_by_wave_not_up_front(tmp_path):
+    """A doc's seed is loaded shortly before its wave runs: when the describer is first
+    called, only the first waves' seeds have been read, not all forty."""
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
+    read, seen_at_first_call = [], []
+
+    class Counting(FakeDescriber):
+        def describe(self, images, prompt, gen_kwargs):
+            seen_at_first_call.append(len(read))
+            return super().describe(images, prompt, gen_kwargs)
+
+    ns = store.namespace("d", "g", spec.protocol_id("test"))
+
+    def seed(k):
+        read.append(k)
+        return [Image.new("RGB", (8, 8), (k, 100, 200))]
+
+    jobs = [ChainJob(str(k), spec, store.chain(ns, str(k)), (lambda k=k: seed(k))) for k in range(40)]
+    outcomes, stats = CycleEngine(Counting(), FakeGenerator(batch_size=4), describer_batch=4).run(jobs)
+    assert all(o.ok for o in outcomes) and sorted(read) == list(range(40))  # each read once
+    # wave of 4: the first wave and the next one being prefetched, at most three waves
+    assert seen_at_first_call[0] <= 12
+    assert stats.seeds_stored == 40
+
+
+def test_a_seed_reaches_the_describer_as_decoded_not_through_a_png_round_trip(tmp_path, monkeypatch):
+    from lmms_genbench.engine.store import ChainLocation
+
+    reads = []
+    original = ChainLocation.read_image
+    monkeypatch.setattr(ChainLocation, "read_image", lambda self, hop: reads.append(hop) or original(self, hop))
+    received = []
+
+    class Keeping(FakeDescriber):
+        def describe(self, images, prompt, gen_kwargs):
+            received.extend(images)
+            return super().describe(images, prompt, gen_kwargs)
+
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=2)
+    seeds = _colours(3)
+    outcomes, _ = CycleEngine(Keeping(), FakeGenerator()).run(_jobs(store, spec, seeds))
+    assert all(o.ok for o in outcomes)
+    # hop 1 describes the very objects the docs gave (already RGB and small); hop 3 the drawings
+    assert all(a is b for a, b in zip(received[:3], seeds))
+    assert reads == []  # no hop of a fresh run is read back from the store
+    assert all(o.location.has(0, "image") for o in outcomes)  # and the seeds are stored
+
+
+def test_a_failing_store_write_stops_the_run_cleanly_and_keeps_what_was_written(tmp_path, monkeypatch):
+    from lmms_genbench.core.errors import ActionableError
+    from lmms_genbench.engine.store import ChainLocation
+    from lmms_genbench.engine.writer import StoreWriteError
+
+    store, spec = ArtifactStore(tmp_path), _spec()
+    CycleEngine(FakeDescriber(), FakeGenerator(), stop_after_hop=1).run(_jobs(store, spec, _colours(3)))
+    before = _mtimes(tmp_path)
+
+    original = ChainLocation.write_image
+
+    def disk_full(self, hop, image):
+        if hop == 2 and self.directory.name.startswith("1-"):
+            raise OSError(28, "No space left on device")
+        return original(self, hop, image)
+
+    monkeypatch.setattr(ChainLocation, "write_image", disk_full)
+    describer = FakeDescriber()
+    with pytest.raises(StoreWriteError) as caught:
+        CycleEngine(describer, FakeGenerator(batch_size=1)).run(_jobs(store, spec, _colours(3)))
+    # one line naming the file and the cause (a SystemExit: lmms-eval does not swallow it)
+    assert isinstance(caught.value, ActionableError)
+    assert "002.png" in str(caught.value) and "No space left on device" in str(caught.value)
+    assert "rerun" in caught.value.fix
+    assert all(_mtimes(tmp_path)[p] == t for p, t in before.items())  # nothing stored was touched
+    assert not list(tmp_path.rglob("*.tmp"))
+    # writes stop at the failure, so no chain has a hop stored past a missing one
+    broken = next(p for p in tmp_path.rglob("1-*") if p.is_dir())
+    assert not (broken / "002.png").exists() and not (broken / "003.txt").exists()
+
+    monkeypatch.setattr(ChainLocation, "write_image", original)
+    outcomes, _ = CycleEngine(FakeDescriber(), FakeGenerator()).run(_jobs(store, spec, _colours(3)))
+    assert all(o.ok and o.stored_hops() == 5 for o in outcomes)
+
+
+def test_progress_bar_on_stderr_and_silent_at_error_verbosity(tmp_path, capfd, monkeypatch):
+    monkeypatch.delenv("VERBOSITY", raising=False)
+    spec = _spec(iterations=1)
+    CycleEngine(FakeDescriber(), FakeGenerator()).run(_jobs(ArtifactStore(tmp_path / "a"), spec, _colours(3)))
+    err = capfd.readouterr().err
+    assert "cycle: chains" in err and "3/3" in err and "chain/s" in err
+    monkeypatch.setenv("VERBOSITY", "ERROR")  # lmms-eval --verbosity ERROR
+    CycleEngine(FakeDescriber(), FakeGenerator()).run(_jobs(ArtifactStore(tmp_path / "b"), spec, _colours(3)))
+    assert capfd.readouterr().err == ""
+
+
+def test_the_describer_class_per_call_bar_is_silenced(capfd):
+    lm = _BarLM()
+    host.generate(lm, [("Describe.", {}, [Image.new("RGB", (4, 4))])])
+    assert "Model Responding" in capfd.readouterr().err
+    out = LmmsDescriber(lm, "bar").describe([Image.new("RGB", (4, 4))] * 2, "Describe.", {})
+    assert out == ["ok", "ok"] and "Model Responding" not in capfd.readouterr().err
+    assert tqdm is _TQDM  # put back after the call

@@ -176,6 +176,10 @@ def test_cli_smoke_run_reports_gc_and_fid(smoke_run):
     # the terminal table shows the score; scoring drew its progress on stderr (--verbosity INFO)
     assert "gc@3" in proc.stdout
     assert "GenCeption scikit-image" in proc.stderr and "MCD text_first chains" in proc.stderr
+    # the terminal table shows the score; stderr a progress bar of the chains, with rate and
+    # time left, and no per-call bar of the describer's own class
+    assert "cycle: chains" in proc.stderr and "9/9" in proc.stderr and "chain/s" in proc.stderr
+    assert "Model Responding" not in proc.stderr
     samples = _samples(out, "mmeception_smoke")
     assert len(samples) == 9
     chain = _chain(samples[0])
@@ -250,7 +254,7 @@ def test_folder_task_counts_bad_images_and_keeps_the_rest(tmp_path):
     proc = _lmms_eval(
         ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={tmp_path / 'art'}",
          "--tasks", "mmeception_folder", "--output_path", str(out), "--log_samples",
-         "--gen_kwargs", "max_new_tokens=24"],
+         "--gen_kwargs", "max_new_tokens=24", "--verbosity", "ERROR"],
         tmp_path, cwd=tmp_path,
         # the folder task scores with the paper's networks; a smoke model's chains are
         # scored with the offline ones, with no variable to set
@@ -260,6 +264,7 @@ def test_folder_task_counts_bad_images_and_keeps_the_rest(tmp_path):
     metrics = _metrics(_results(out), "mmeception_folder")
     assert metrics["n_scored"] == 7 and metrics["n_failed"] == 2
     assert math.isfinite(metrics["gc@3"])
+    assert "cycle: chains" not in proc.stderr  # --verbosity ERROR: no progress bar
     failed = {}
     for sample in _samples(out, "mmeception_folder"):
         chain = _chain(sample)

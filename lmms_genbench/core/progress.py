@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import VERBOSITY_ENV
 
-__all__ = ["progress", "progress_enabled"]
+__all__ = ["progress", "progress_bar", "progress_enabled"]
 
 PACKAGE_LOGGER = "lmms_genbench"
 
@@ -39,3 +39,11 @@ def progress(iterable: Iterable[Any] | None = None, *, desc: str, total: int | N
 
     return tqdm(iterable, desc=desc, total=total, unit=unit, file=sys.stderr, disable=not progress_enabled(),
                 dynamic_ncols=True)
+
+
+def progress_bar(total: int, desc: str, unit: str, enabled: bool = True) -> Any:
+    """:func:`progress` as a bar to ``update``, off also when the caller says so (``enabled``)."""
+    bar = progress(desc=desc, total=total, unit=unit)
+    if not enabled:
+        bar.disable = True
+    return bar

@@ -37,7 +37,7 @@ class LmmsDescriber:
     def describe(self, images, prompt, gen_kwargs):
         try:
             texts = host.generate(self.lm, [(prompt, gen_kwargs, [image]) for image in images],
-                                  task=_TASK, split=_SPLIT)
+                                  task=_TASK, split=_SPLIT, quiet=True)  # the engine shows progress
         except Exception as exc:
             if len(images) == 1:
                 return [GenerationFailure(f"describer error: {type(exc).__name__}: {exc}")]

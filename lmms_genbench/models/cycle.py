@@ -161,23 +161,53 @@ def build_describer(name: str, args: dict[str, Any]):
     return LmmsDescriber(model, host.model_identity(name, args))
 
 
+#: doc fields a chain's key is read from, first present wins
+KEY_FIELDS = ("chain_id", "question_id", "id")
+
+
 def _chain_key(doc: Any, doc_id: int) -> str:
     if isinstance(doc, dict):
-        for field in ("chain_id", "question_id", "id"):
+        for field in KEY_FIELDS:
             if doc.get(field) not in (None, ""):
                 return str(doc[field])
     return str(doc_id)
 
 
-def _load_seed(spec: ChainSpec, doc: Any, doc_to_visual, doc_error: Exception | None = None):
-    if doc_error is not None:
-        # reading the doc itself failed (e.g. an undecodable image column)
-        raise doc_error
+class _SplitDocs:
+    """One split's docs, read in two ways: the few fields that place a chain (key,
+    direction) for every doc up front, without decoding its images; the whole doc
+    only when its chain's seed is loaded, shortly before its first step.
+
+    A Hugging Face dataset decodes every image column of a row it is indexed for
+    (MME: 2,374 images, about 2.5 GB if all are held); its narrow view selects the
+    placing fields only. Any other sequence of docs is already in memory.
+    """
+
+    def __init__(self, docs: Any, fields: tuple[str, ...]) -> None:
+        self.docs = docs
+        self._narrow = docs
+        columns = getattr(docs, "column_names", None)
+        if columns is not None and callable(getattr(docs, "select_columns", None)):
+            self._narrow = docs.select_columns([f for f in fields if f in columns])
+
+    def placing(self, doc_id: int) -> Any:
+        return self._narrow[doc_id]
+
+    def full(self, doc_id: int) -> Any:
+        return self.docs[doc_id]
+
+
+def _load_seed(spec: ChainSpec, docs: _SplitDocs, doc_id: int, doc_to_visual):
+    doc = docs.full(doc_id)  # decodes the doc's images: only now, in the engine's loader thread
     if spec.kind(0) == "image":
         return doc_to_visual(doc)
     if not spec.seed_field:
         raise ValueError("a text-first chain needs generation_kwargs.seed_field naming the doc's text field")
     return doc[spec.seed_field]
+
+
+def _doc_error(error: Exception):
+    raise error  # reading the doc itself failed (e.g. an undecodable image column)
 
 
 class CycleModel(lmms):
@@ -258,6 +288,7 @@ class CycleModel(lmms):
             describer_batch=describer_batch,
             stop_after_hop=optional_int("stop_after_hop", stop_after_hop),
             overlap=overlap,
+            progress=self._rank == 0,  # one bar, as lmms-eval's own
         )
         self.scorer_preset = SCORER_PRESETS.get(preset or "")
         self.last_stats = None
@@ -274,21 +305,27 @@ class CycleModel(lmms):
         return spec
 
     def generate_until(self, requests) -> list[str]:
-        jobs, tasks, namespaces = [], [], {}
+        jobs, tasks, namespaces, splits = [], [], {}, {}
         for request in requests:
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
+            field = (gen_kwargs or {}).get("direction_field")
             try:
-                doc, doc_error = self.task_dict[task][split][doc_id], None
+                docs = splits.get((task, split, field))
+                if docs is None:
+                    fields = KEY_FIELDS + ((field,) if field else ())
+                    docs = splits[(task, split, field)] = _SplitDocs(self.task_dict[task][split], fields)
+                doc, doc_error = docs.placing(doc_id), None
             except Exception as exc:
                 doc, doc_error = None, exc
-            field = (gen_kwargs or {}).get("direction_field")
             direction = doc.get(field) if field and isinstance(doc, dict) else None
             spec = self._spec(context, json.dumps(gen_kwargs or {}, sort_keys=True, default=str), direction)
             key = _chain_key(doc, doc_id)
             namespace = self.store.namespace(self.describer.name, self.generator.name, spec.protocol_id(task))
             namespaces[namespace] = (task, spec)
             location = self.store.chain(namespace, key)
-            jobs.append(ChainJob(key, spec, location, functools.partial(_load_seed, spec, doc, doc_to_visual, doc_error)))
+            load = (functools.partial(_doc_error, doc_error) if doc_error is not None
+                    else functools.partial(_load_seed, spec, docs, doc_id, doc_to_visual))
+            jobs.append(ChainJob(key, spec, location, load))
             tasks.append(task)
 
         for namespace, (task, spec) in namespaces.items():

@@ -1,0 +1,426 @@
+"""One run of the cycle engine: chains in waves, two waves in flight.
+
+The calling thread describes; a drawer thread draws (in full generator batches,
+starting as soon as a describer batch is done); loader threads read docs, seeds
+and stored hops one wave ahead; a :class:`~.writer.StoreWriter` stores. Within a
+wave every step is breadth-first. A wave holds its chains' latest hop in memory
+until the next step uses it, so images are handed on without a store round trip
+and memory holds about three waves whatever the number of docs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+from ..core.keys import stable_hash
+from ..generators.base import GenerationFailure, GeneratorConfigError
+from .chain import ChainFailure
+from .images import BadImageError, check_utf8, is_blank, normalize_image
+from .protocol import ChainSpec
+from .writer import StoreWriter
+
+#: waves in flight at once: one being described while the other is drawn
+WAVES_IN_FLIGHT = 2
+
+
+def chunked(items: Sequence, size: int) -> Iterable[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def generation_seed(spec: ChainSpec, key: str, hop: int) -> int:
+    """Per-doc, per-hop seed: reproducible and independent of batching and rank."""
+    digest = hashlib.sha256(f"{spec.seed}|{key}|{hop}".encode()).hexdigest()
+    return int(digest[:8], 16) & 0x7FFFFFFF
+
+
+class ChainState:
+    """One chain during a run: the next hop to compute and that hop's input."""
+
+    __slots__ = ("outcome", "load_seed", "seed_missing", "hop", "carry", "pending")
+
+    def __init__(self, outcome, load_seed: Callable[[], Any]) -> None:
+        self.outcome = outcome
+        self.load_seed = load_seed
+        self.seed_missing = False
+        self.hop: int | None = None  # next hop to compute; None: nothing left
+        self.carry: Any = None  # hop - 1's image or text, in memory
+        self.pending: Future | None = None  # that input, being loaded
+
+    @property
+    def kind(self) -> str:
+        return self.outcome.spec.kind(self.hop)
+
+    def fail(self, hop: int, stage: str, reason: str) -> None:
+        self.outcome.failure = ChainFailure(hop, stage, reason)
+        self.hop, self.carry, self.pending = None, None, None
+
+
+@dataclass
+class _Loaded:
+    """What a loader thread produced for one chain: its next input, or why not."""
+
+    value: Any = None
+    failure: ChainFailure | None = None
+    seed_stored: bool = False
+
+
+class Wave:
+    def __init__(self, chains: list[ChainState]) -> None:
+        self.chains = chains
+        self.draws: list[Future] = []
+        self.loaded = False
+
+    def busy(self) -> bool:
+        return any(not f.done() for f in self.draws)
+
+    def step(self) -> int | None:
+        """The next hop any of its chains needs (breadth-first within the wave)."""
+        return min((c.hop for c in self.chains if c.hop is not None), default=None)
+
+
+def next_hop(engine, outcome, start: int) -> tuple[int | None, int]:
+    """The first hop from ``start`` not yet stored that this run may compute, and
+    how many stored hops were passed on the way."""
+    hop = start
+    while hop <= outcome.spec.hops and engine.may_compute(hop):
+        if not outcome.location.has(hop, outcome.spec.kind(hop)):
+            return hop, hop - start
+        hop += 1
+    return None, hop - start
+
+
+def plan(engine, chains: list[ChainState], size: int, stats) -> tuple[list[Wave], int]:
+    """Each chain's first hop to compute, and the chains with work cut into waves
+    (one direction per wave, in job order); also how many have nothing to do."""
+    by_direction: dict[str, list[ChainState]] = {}
+    idle = 0
+    for chain in chains:
+        outcome = chain.outcome
+        chain.seed_missing = not outcome.location.has(0, outcome.spec.kind(0))
+        if not chain.seed_missing:
+            stats.hops_reused += 1
+        chain.hop, reused = next_hop(engine, outcome, 1)
+        stats.hops_reused += reused
+        if chain.hop is None and not chain.seed_missing:
+            idle += 1
+        else:
+            by_direction.setdefault(outcome.spec.direction, []).append(chain)
+    waves = [Wave(list(part)) for group in by_direction.values() for part in chunked(group, size)]
+    return waves, idle
+
+
+class _Inline:
+    """Stands in for the drawer thread when describing and drawing must take turns."""
+
+    @staticmethod
+    def submit(fn, *args) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as exc:  # checked by the caller at once, like a thread's
+            future.set_exception(exc)
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+class WaveRunner:
+    """The scheduler of one :meth:`CycleEngine.run`: describes on the calling
+    thread, draws on a drawer thread, loads inputs on loader threads, stores
+    through the writer."""
+
+    def __init__(self, engine, writer: StoreWriter, stats, bar) -> None:
+        self.engine = engine
+        self.writer = writer
+        self.stats = stats
+        self.bar = bar
+        self.failed = 0
+        self._lock = threading.Lock()
+        self._draws: list[Future] = []
+        self._describe_keys: dict[int, str] = {}
+
+    def all(self, waves: list[Wave]) -> None:
+        drawer = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbench-draw")
+                  if self.engine.overlap else _Inline())
+        loader = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genbench-load")
+        self.drawer, self.loader = drawer, loader
+        try:
+            self._schedule(deque(waves))
+        except BaseException:
+            # stop at once: queued drawings and loads are dropped (what is written stays)
+            drawer.shutdown(wait=True, cancel_futures=True)
+            loader.shutdown(wait=True, cancel_futures=True)
+            raise
+        drawer.shutdown(wait=True)
+        loader.shutdown(wait=True)
+
+    def _schedule(self, waiting: deque) -> None:
+        active: list[Wave] = []
+        if waiting:
+            self._load(waiting[0])
+        while waiting or active:
+            self._check()
+            for wave in [w for w in active if not w.busy() and w.step() is None]:
+                self._retire(wave)
+                active.remove(wave)
+            ready = [w for w in active if not w.busy() and w.step() is not None]
+            drawn = [w for w in ready if w.chains[0].outcome.spec.kind(w.step()) == "image"]
+            for wave in drawn:
+                self._draw_step(wave, wave.step())
+            described = [w for w in ready if w not in drawn]
+            if described:
+                self._describe_step(described[0], described[0].step())
+            elif drawn:
+                continue
+            elif waiting and len(active) < WAVES_IN_FLIGHT:
+                wave = waiting.popleft()
+                self._load(wave)
+                if waiting:
+                    self._load(waiting[0])  # the next wave's docs and seeds load meanwhile
+                active.append(wave)
+            elif active:
+                in_flight = [f for w in active for f in w.draws if not f.done()]
+                in_flight += [c.pending for w in active for c in w.chains if c.pending is not None]
+                if in_flight:
+                    wait(in_flight, return_when=FIRST_COMPLETED)
+
+    def _check(self) -> None:
+        """Raise what stops the run: a failed store write, or an error from the drawer
+        thread (a generator that no retry fixes, an interrupt)."""
+        self.writer.check()
+        for future in [f for f in self._draws if f.done()]:
+            self._draws.remove(future)
+            future.result()
+
+    def _retire(self, wave: Wave) -> None:
+        for chain in wave.chains:
+            if chain.pending is not None:
+                self._take(chain, 0, "seed")  # a seed to store and nothing else to compute
+            chain.carry = None
+        self.failed += sum(1 for c in wave.chains if c.outcome.failure is not None)
+        self.bar.update(len(wave.chains))
+        if self.failed:
+            self.bar.set_postfix_str(f"{self.failed} failed", refresh=False)
+
+    # -- inputs -------------------------------------------------------------------
+
+    def _load(self, wave: Wave) -> None:
+        """Start reading every chain's next input (the doc's seed, or the stored hop)."""
+        if wave.loaded:
+            return
+        wave.loaded = True
+        for chain in wave.chains:
+            if chain.carry is None and chain.pending is None:
+                chain.pending = self.loader.submit(self._read_input, chain, chain.hop, chain.seed_missing)
+            chain.seed_missing = False
+
+    def _read_input(self, chain: ChainState, hop: int | None, seed_missing: bool) -> _Loaded:
+        """In a loader thread: store a missing seed, and return hop ``hop``'s input."""
+        outcome = chain.outcome
+        loaded = _Loaded()
+        if seed_missing:
+            try:
+                seed = read_seed(outcome, chain.load_seed)
+            except Exception as exc:  # any bad doc fails alone
+                return _Loaded(failure=ChainFailure(0, "seed", f"{type(exc).__name__}: {exc}"))
+            if isinstance(seed, str):
+                self.writer.write_text(outcome.location, 0, seed)
+            else:
+                self.writer.write_image(outcome.location, 0, seed)
+            loaded.seed_stored = True
+            if hop == 1:
+                loaded.value = seed
+                return loaded
+        if hop is None:
+            return loaded
+        kind = outcome.spec.kind(hop - 1)
+        try:
+            if kind == "image":
+                loaded.value = outcome.location.read_image(hop - 1)
+            else:
+                loaded.value = outcome.location.read_text(hop - 1)
+        except Exception as exc:
+            stage = "describe" if kind == "image" else "generate"
+            loaded.failure = ChainFailure(hop, stage, f"stored {kind} unreadable: {exc}")
+        return loaded
+
+    def _take(self, chain: ChainState, hop: int, stage: str) -> Any:
+        """Chain's input for ``hop`` (and forget it); None after recording a failure."""
+        if chain.pending is not None:
+            loaded = chain.pending.result()
+            chain.pending = None
+            if loaded.seed_stored:
+                with self._lock:
+                    self.stats.seeds_stored += 1
+            if loaded.failure is not None:
+                chain.fail(loaded.failure.hop, loaded.failure.stage, loaded.failure.reason)
+                return None
+            return loaded.value
+        value, chain.carry = chain.carry, None
+        if value is None and chain.hop is not None:
+            chain.fail(hop, stage, "input missing (not stored, not in memory)")
+        return value
+
+    def _advance(self, chain: ChainState, done: int, value: Any) -> None:
+        """Hop ``done`` is computed (``value``, queued for the store): move on."""
+        chain.hop, reused = next_hop(self.engine, chain.outcome, done + 1)
+        if reused:
+            with self._lock:  # the describer's and the drawer's threads both count
+                self.stats.hops_reused += reused
+        if chain.hop == done + 1:
+            chain.carry = value
+        elif chain.hop is not None:
+            # the next hop's input was stored by an earlier run
+            chain.pending = self.loader.submit(self._read_input, chain, chain.hop, False)
+
+    # -- describing -----------------------------------------------------------------
+
+    def _describe_key(self, spec: ChainSpec) -> str:
+        key = self._describe_keys.get(id(spec))
+        if key is None:
+            key = self._describe_keys[id(spec)] = stable_hash([spec.describe_prompt, spec.describer_kwargs])
+        return key
+
+    def _describe_step(self, wave: Wave, hop: int) -> None:
+        """Describe the wave's chains at ``hop``; draw ``hop + 1`` in full generator
+        batches on the drawer thread as the descriptions come."""
+        engine = self.engine
+        batch = engine.generator_batch
+        todo = [c for c in wave.chains if c.hop == hop]
+        # chains whose description is stored already can be drawn right away
+        ready = [c for c in wave.chains if c.hop == hop + 1 and c.kind == "image"]
+
+        def submit(chains):
+            future = self.drawer.submit(self._draw, hop + 1, list(chains))
+            wave.draws.append(future)
+            self._draws.append(future)
+
+        groups: dict[str, list[ChainState]] = {}
+        for chain in todo:
+            groups.setdefault(self._describe_key(chain.outcome.spec), []).append(chain)
+        for group in groups.values():
+            spec = group[0].outcome.spec
+            for chunk in chunked(group, engine.describer_batch):
+                self._check()  # e.g. GeneratorConfigError from the drawer: stop describing at once
+                while len(ready) >= batch:
+                    submit(ready[:batch])
+                    del ready[:batch]
+                images, described = [], []
+                for chain in chunk:
+                    image = self._take(chain, hop, "describe")
+                    if image is not None:
+                        images.append(image)
+                        described.append(chain)
+                if not described:
+                    continue
+                t0 = time.perf_counter()
+                texts = engine.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
+                self.stats.describe_seconds += time.perf_counter() - t0
+                self.stats.describe_calls += 1
+                self.stats.describe_items += len(described)
+                del images
+                for chain, text in zip(described, texts):
+                    reason = reject_text(chain.outcome.spec, text)
+                    if reason:
+                        chain.fail(hop, "describe", reason)
+                        continue
+                    text = text.strip()
+                    self.writer.write_text(chain.outcome.location, hop, text)
+                    self._advance(chain, hop, text)
+                    if chain.hop == hop + 1:
+                        ready.append(chain)
+        while ready:
+            submit(ready[:batch])
+            del ready[:batch]
+        self._check()
+
+    # -- drawing ------------------------------------------------------------------
+
+    def _draw_step(self, wave: Wave, hop: int) -> None:
+        for chunk in chunked([c for c in wave.chains if c.hop == hop], self.engine.generator_batch):
+            future = self.drawer.submit(self._draw, hop, list(chunk))
+            wave.draws.append(future)
+            self._draws.append(future)
+
+    def _draw(self, hop: int, chains: list[ChainState]) -> None:
+        """On the drawer thread: one generator call for ``chains`` at ``hop``."""
+        engine, stats = self.engine, self.stats
+        prompts, seeds, drawn = [], [], []
+        for chain in chains:
+            description = self._take(chain, hop, "generate")
+            if description is None:
+                continue
+            spec = chain.outcome.spec
+            prompts.append(spec.generate_prompt.format(description=description))
+            seeds.append(generation_seed(spec, chain.outcome.key, hop))
+            drawn.append(chain)
+        if not drawn:
+            return
+        t0 = time.perf_counter()
+        try:
+            images = engine.generator.generate(prompts, seeds)
+        except GeneratorConfigError:
+            raise  # nothing will draw: stop, keeping every stored hop
+        except Exception as exc:  # a backend that raised instead of returning failures
+            images = [GenerationFailure(f"generator error: {type(exc).__name__}: {exc}")] * len(drawn)
+        stats.generate_seconds += time.perf_counter() - t0
+        stats.generate_calls += 1
+        stats.generate_items += len(drawn)
+        for chain, image in zip(drawn, images):
+            if isinstance(image, GenerationFailure):
+                chain.fail(hop, "generate", image.reason)
+                continue
+            try:
+                image = normalize_image(image)
+            except BadImageError as exc:
+                chain.fail(hop, "generate", f"generator returned a bad image: {exc}")
+                continue
+            if engine.reject_blank and is_blank(image):
+                chain.fail(hop, "generate", "generator returned a blank image (one colour, e.g. a safety filter)")
+                continue
+            self.writer.write_image(chain.outcome.location, hop, image)
+            self._advance(chain, hop, image)
+
+
+def read_seed(outcome, load: Callable[[], Any]):
+    """The doc's normalised seed (image or text); raises with the reason."""
+    source = load()
+    if outcome.spec.kind(0) == "image":
+        if isinstance(source, (list, tuple)):
+            if not source:
+                raise BadImageError("the doc has no image")
+            source = source[0]
+        return normalize_image(source, outcome.spec.max_seed_side)
+    if isinstance(source, (bytes, bytearray)):
+        try:
+            source = bytes(source).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"the doc's seed text is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    text = source if isinstance(source, str) else ""
+    if not text.strip():
+        raise ValueError("the doc's seed text is empty or missing")
+    return check_utf8(text, "the doc's seed text")
+
+
+def reject_text(spec: ChainSpec, text) -> str | None:
+    """Why a description cannot be drawn (failure, empty, not UTF-8, a refusal), or None."""
+    if isinstance(text, GenerationFailure):
+        return text.reason
+    if not isinstance(text, str) or not text.strip():
+        return "empty description"
+    try:
+        check_utf8(text, "the description")
+    except ValueError as exc:
+        return str(exc)
+    pattern = spec.refusal(text)
+    if pattern:
+        return f"refused description (matched {pattern!r}): {text.strip()[:120]!r}"
+    return None

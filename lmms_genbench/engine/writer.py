@@ -1,0 +1,102 @@
+"""A background writer for the artifact store: PNG encoding, fsync and rename off
+the describer's and the generator's threads.
+
+Writes are done in the order they were queued, by one thread, each atomically
+(:meth:`ChainLocation.write_image` / ``write_text``), so a chain's hops reach the
+disk in hop order and a file that exists is complete, as with direct writes. The
+queue is bounded: a producer that outruns the disk waits instead of holding
+every image in memory.
+
+When a write fails the writer keeps nothing more: it discards what is queued
+(producers never block on a dead writer) and :meth:`StoreWriter.check` raises
+:class:`StoreWriteError` naming the file and the cause. Files written before
+the failure stay as they are, and a rerun resumes from them.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+from ..core.errors import ActionableError, describe
+from .store import ChainLocation
+
+__all__ = ["StoreWriteError", "StoreWriter"]
+
+_STOP = object()
+
+
+class StoreWriteError(ActionableError):
+    """The artifact store could not be written (disk full, no permission, ...)."""
+
+    def __init__(self, path: str, exc: BaseException) -> None:
+        super().__init__(
+            f"could not write the artifact store file {path} ({describe(exc)})",
+            "free disk space or point model_args artifacts= (or $LMMS_GENBENCH_ARTIFACTS) at a writable "
+            "folder, then rerun the same command: it resumes from the files already written",
+        )
+        self.path = path
+
+
+class StoreWriter:
+    """Queue of store writes served by one daemon thread.
+
+    Use as a context manager: leaving it waits until every queued write is done
+    (also when the body raised, so that work already computed is kept), then
+    raises :class:`StoreWriteError` if a write failed.
+    """
+
+    def __init__(self, max_pending: int = 32) -> None:
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, int(max_pending)))
+        self._error: StoreWriteError | None = None
+        self.written = 0
+        self._thread = threading.Thread(target=self._serve, name="genbench-store-writer", daemon=True)
+
+    def __enter__(self) -> "StoreWriter":
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+        if exc_type is None:
+            self.check()
+
+    def write_image(self, location: ChainLocation, hop: int, image: Any) -> None:
+        self._put(location, hop, "image", image)
+
+    def write_text(self, location: ChainLocation, hop: int, text: str) -> None:
+        self._put(location, hop, "text", text)
+
+    def _put(self, location: ChainLocation, hop: int, kind: str, payload: Any) -> None:
+        self.check()
+        self._queue.put((location, hop, kind, payload))
+
+    def check(self) -> None:
+        """Raise the first write failure, if any."""
+        if self._error is not None:
+            raise self._error
+
+    def close(self) -> None:
+        """Wait until every queued write is done (or discarded after a failure)."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join()
+
+    def _serve(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            if self._error is not None:
+                continue  # drained, not written: the run stops at the next check
+            location, hop, kind, payload = item
+            try:
+                if kind == "image":
+                    location.write_image(hop, payload)
+                else:
+                    location.write_text(hop, payload)
+                self.written += 1
+            except BaseException as exc:  # any failure stops the writes, reported on the producer's side
+                self._error = StoreWriteError(str(location.path(hop, kind)), exc)
+                self._error.__cause__ = exc
