@@ -101,3 +101,32 @@ def test_a_network_that_does_not_load_is_one_line_naming_its_variable(tmp_path, 
         "preset=smoke, or generation_kwargs.scorer: {preset: smoke})")
     # a SystemExit: lmms-eval neither retries it nor catches it, the process exits 1
     assert isinstance(err.value, SystemExit) and not isinstance(err.value, Exception)
+
+
+def _strict_load(path):
+    def refuse(token):
+        raise AssertionError(f"bare {token} in {path}")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_a_report_holds_intervals_and_says_why_each_null_is_null(tmp_path, offline):
+    records = _records(tmp_path)
+    assert _aggregate(GenCeptionScorer(), records, "gc@3_stderr") == pytest.approx(0.0, abs=1e-12)
+    report = _strict_load(tmp_path / "ns" / "report.json")
+    assert report["bootstrap"] == {"resamples": 1000, "seed": 0, "level": 0.95}
+    assert report["intervals"]["gc@3"]["low"] == pytest.approx(1.0) == report["intervals"]["gc@3"]["high"]
+    assert report["doc_scores"]["chain_ids"] == ["a", "b"]  # scored docs only
+    assert report["estimators"]["gc@3"] == {"kind": "macro", "column": "gc", "by": "category"}
+    # FID is off here: null in the category table, with the reason
+    assert report["categories"]["c"]["gc_fid@3"] is None
+    assert report["null_reasons"]["/categories/c/gc_fid@3"] == "FID is off (fid_features: none)"
+
+
+def test_bootstrap_settings_come_from_the_task_and_are_checked():
+    assert base.bootstrap_settings({}) == base.BOOTSTRAP_DEFAULTS
+    assert base.bootstrap_settings({"bootstrap": {"resamples": 0}})["resamples"] == 0
+    for bad, match in (({"n": 5}, "keys among"), ({"resamples": -1}, "resamples must be an integer"),
+                       ({"level": 1.5}, "level must lie between")):
+        with pytest.raises(ValueError, match=match):
+            base.bootstrap_settings({"bootstrap": bad})

@@ -12,7 +12,14 @@ of what it reports:
 * ``score(records, settings, length)``: the report, a flat dict;
 * ``payload(report)``: what goes to ``<namespace>/<report_file>`` beside the chains;
 * ``prepare(record, length)``: what scoring reads of a chain, or why it cannot be scored
-  (the report lists each refused doc with that reason).
+  (the report lists each refused doc with that reason);
+* ``estimators(report, settings)``: per headline metric, the spec that recomputes it from
+  ``report["doc_scores"]`` (each scored doc's few values, returned by ``score``); the base
+  class adds a bootstrap interval of each (``report["intervals"]``, its ``stderr`` is the
+  metric ``<m>_stderr``), and ``no_intervals`` says why a metric gets none.
+
+Report files are plain JSON (``allow_nan=False``): a value that is not a number is written as
+null and ``null_reasons`` maps its JSON pointer to ``null_reason(pointer, report)``.
 
 Reports are keyed by scorer: ``<namespace>/<stem>-<key>.json`` holds the report of the
 scorer settings whose short hash is ``key`` (networks and options, not device or batch

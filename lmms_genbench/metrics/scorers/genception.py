@@ -10,7 +10,7 @@ One rule for small FID samples: a category enters GC_FID@T only with at least
 covariance) is defined. The same categories make the mean ``gc_fid@T``, its group means and
 its sample size ``gc_fid@T_n_min``; the others are named in ``gc_fid@T_excluded`` (in
 ``report.json``'s summary) and counted in the metric ``gc_fid@T_n_excluded``, and their own
-``gc_fid@T_<category>`` is NaN beside their sample size.
+``gc_fid@T_<category>`` is NaN (null in ``report.json``, with its reason) beside their sample size.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ MIN_FID_IMAGES = 2
 #: why FID-based scores get no bootstrap interval (README, "Intervals")
 FID_NO_INTERVAL = (
     "FID is a set-level statistic (a distance between two covariance estimates), not a mean over docs: "
-    "its bias depends on the sample size, which a bootstrap resample of docs does not keep (duplicated images "
-    "shrink the covariance), and every resample would need its own matrix square root; compare FIDs only at "
-    "equal sample sizes (gc_fid@T_n_min)"
+    "its bias depends on the number of distinct images, which a bootstrap resample (drawn with duplicates) "
+    "lowers, and every resample would need its own matrix square root; compare FIDs only at equal sample "
+    "sizes (gc_fid@T_n_min)"
 )
 
 
