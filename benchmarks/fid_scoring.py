@@ -202,6 +202,7 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 arm()
                 times[name].append(time.perf_counter() - t0)
+            print(f"repeat {r + 1}: " + "  ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
 
     ours, before = reports["ours"], reports["before"]
     assert ours[f"gc@{T}"] == before[f"gc@{T}"], (ours[f"gc@{T}"], before[f"gc@{T}"])

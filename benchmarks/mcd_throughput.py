@@ -374,6 +374,7 @@ def main(argv=None):
                 times[name].append(time.perf_counter() - t0)
                 if name == "authors":
                     curves = out
+            print(f"repeat {r + 1}: " + "  ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
 
     diff = compare(report, curves)
     n_pairs = N * G
