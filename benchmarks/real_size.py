@@ -71,11 +71,13 @@ def qwen2_vl(device: str) -> Path:
     text = config.text_config
     text.hidden_size, text.intermediate_size, text.num_hidden_layers = 1536, 8960, 28
     text.num_attention_heads, text.num_key_value_heads = 12, 2
+    text.layer_types = ["full_attention"] * text.num_hidden_layers  # the tiny config lists one per tiny layer
+    text.head_dim = 128  # the tiny config states its own
     text.rope_parameters = {**text.rope_parameters, "mrope_section": [16, 24, 24]}  # head_dim 128
     vision = config.vision_config
     vision.depth, vision.embed_dim, vision.num_heads, vision.mlp_ratio, vision.hidden_size = 32, 1280, 16, 4, 1536
     with torch.device(device):
-        model = Qwen2VLForConditionalGeneration._from_config(config, torch_dtype=_dtype(device))
+        model = Qwen2VLForConditionalGeneration._from_config(config, dtype=_dtype(device))
     folder.parent.mkdir(parents=True, exist_ok=True)
     _save(folder, tiny, model)
     return folder
@@ -98,9 +100,10 @@ def llava(device: str) -> Path:
     t = config.text_config
     t.hidden_size, t.intermediate_size, t.num_hidden_layers = 4096, 11008, 32
     t.num_attention_heads = t.num_key_value_heads = 32
+    t.head_dim = 128  # the tiny config states its own
     config.image_seq_length = (336 // 14) ** 2
     with torch.device(device):
-        model = LlavaForConditionalGeneration._from_config(config, torch_dtype=_dtype(device))
+        model = LlavaForConditionalGeneration._from_config(config, dtype=_dtype(device))
     small = AutoProcessor.from_pretrained(tiny)
     processor = LlavaProcessor(
         image_processor=CLIPImageProcessor(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336}),
