@@ -101,3 +101,21 @@ def test_call_site_keys_are_pinned():
     assert key == "2e2576ae20fef305dd066baea9fc03d0"
     store = ArtifactStore("/r")
     assert str(store.chain(store.namespace("d", "g", "p"), "doc Ü/1").directory) == "/r/d/g/p/doc_1-b6d6bc61"
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_atomic_writes_get_the_mode_open_would_give(tmp_path, umask, mode):
+    """Artifacts are shared between users of a group as any file would be (mkstemp alone
+    makes them 0600)."""
+    import os
+    import stat
+
+    from lmms_genbench.core.keys import atomic_write
+
+    old = os.umask(umask)
+    try:
+        atomic_write(tmp_path / "a.json", lambda fh: fh.write(b"{}"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temporary left behind

@@ -95,11 +95,13 @@ def generator_name(prefix: str, label: str, settings: Mapping[str, Any]) -> str:
 def atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
     """Write ``path`` through ``write(binary file)`` into a temporary sibling, then rename.
 
-    A file that exists is complete: a crash leaves at most a hidden ``.tmp`` file.
+    A file that exists is complete: a crash leaves at most a hidden ``.tmp`` file. It gets
+    the mode ``open()`` would give it (0666 less the umask), not mkstemp's private 0600.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()
@@ -111,6 +113,21 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (setting and
+    restoring it would race with threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def json_nulls(obj: Any, pointer: str = "") -> tuple[Any, list[str]]:
