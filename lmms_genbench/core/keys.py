@@ -101,8 +101,11 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
+            try:
+                os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            except OSError:  # a filesystem without modes (some network mounts): keep mkstemp's
+                pass
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
