@@ -8,10 +8,13 @@ non-ASCII inputs, truncation edges and empty text.
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
 from lmms_genbench.autobench.cache import CallCache
-from lmms_genbench.core.keys import generator_name, settings_hash, slug, slug_key, stable_hash
+from lmms_genbench.core.keys import atomic_write, generator_name, settings_hash, slug, slug_key, stable_hash
 from lmms_genbench.engine.protocol import ChainSpec
 from lmms_genbench.engine.store import ArtifactStore
 
@@ -107,11 +110,6 @@ def test_call_site_keys_are_pinned():
 def test_atomic_writes_get_the_mode_open_would_give(tmp_path, umask, mode):
     """Artifacts are shared between users of a group as any file would be (mkstemp alone
     makes them 0600)."""
-    import os
-    import stat
-
-    from lmms_genbench.core.keys import atomic_write
-
     old = os.umask(umask)
     try:
         atomic_write(tmp_path / "a.json", lambda fh: fh.write(b"{}"))
