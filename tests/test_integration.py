@@ -18,6 +18,7 @@ pytestmark = pytest.mark.integration
 
 from .lmms_eval_runs import BIN, offline_env, response, results_file, run
 from .lmms_eval_runs import samples as _samples
+from .smoke_run import SMOKE_TASKS
 
 _env = offline_env
 
@@ -38,65 +39,6 @@ def _metrics(results, task):
 
 def _lmms_eval(args, tmp_path, cwd, timeout=900, **env):
     return run([str(BIN / "lmms-eval"), *args], tmp_path, cwd=cwd, timeout=timeout, **env)
-
-
-SMOKE_TASKS = ("mmeception_smoke", "sdp_smoke", "sdp_geneval_smoke")
-BEFORE = Path(__file__).parent / "data" / "smoke_scores_before.json"
-
-
-def _five_iteration_variant(task_dir):
-    """mmeception_smoke with ``iterations: 5``: a YAML change alone, no Python."""
-    from lmms_genbench.metrics.scorers.genception import GENCEPTION
-    from lmms_genbench.plugin import TASKS_DIR
-
-    here = Path(TASKS_DIR) / "mmeception"
-    task_dir.mkdir()
-    (task_dir / "utils.py").write_text("from lmms_genbench.tasks.mmeception.utils import *  # noqa: F401,F403\n")
-    yaml = (here / "mmeception_smoke.yaml").read_text()
-    yaml = yaml.replace("include: _mmeception_base.yaml", f"include: {here / '_mmeception_base.yaml'}")
-    yaml = yaml.replace("smoke_photos.jsonl", str(here / "smoke_photos.jsonl"))
-    yaml = yaml.replace("task: mmeception_smoke", "task: mmeception_smoke_t5").replace("iterations: 3", "iterations: 5")
-    yaml = yaml[: yaml.index("metric_list:")] + "metric_list:\n" + "".join(
-        f'  - {{metric: "{name}", aggregation: !function utils.aggregate, higher_is_better: true}}\n'
-        for name in GENCEPTION.metric_names(10, {"preset": "smoke"})
-    )
-    (task_dir / "mmeception_smoke_t5.yaml").write_text(yaml)
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    """One lmms-eval call for the three smoke tasks and a 5-iteration variant, shared by
-    the tests below (one process start and one model load instead of four)."""
-    tmp = tmp_path_factory.mktemp("smoke")
-    _five_iteration_variant(tmp / "variant")
-    out, art = tmp / "out", tmp / "art"
-    proc = _lmms_eval(
-        ["--model", "cycle", "--model_args", f"preset=smoke,artifacts={art}",
-         "--tasks", ",".join((*SMOKE_TASKS, "mmeception_smoke_t5")), "--include_path", str(tmp / "variant"),
-         "--output_path", str(out), "--log_samples"],
-        tmp, cwd=tmp,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return SimpleNamespace(tmp=tmp, out=out, art=art, proc=proc, results=_results(out))
-
-
-# The pinned FID came from the D x D eigh form, which also sums the square roots of ~2000
-# rounding-noise eigenvalues (FID of six 2048-d vectors with themselves: -2.4e-4 there);
-# the low-rank form now used computes only the n - 1 real ones. On the smoke task the two
-# differ by 1.6e-8 relative (552.855729626 -> 552.855738435): within 1e-7, which is also
-# below the old form's own noise here (2.4e-4 / 552 = 4e-7). Every other key stays at 1e-9.
-FID_REL = 1e-7
-
-
-def test_smoke_scores_equal_the_scores_before_the_scorer_rewrite(smoke_run):
-    before = json.loads(BEFORE.read_text())
-    for task in SMOKE_TASKS:
-        now = _metrics(smoke_run.results, task)
-        now = {k: v for k, v in now.items() if "stderr" not in k}
-        assert set(now) == set(before[task]), task
-        for key, value in before[task].items():
-            rel = FID_REL if key.startswith("gc_fid@") and not key.endswith(("_n_min", "_n_excluded")) else 1e-9
-            assert now[key] == pytest.approx(value, rel=rel, abs=1e-12), (task, key)
 
 
 def _strict(path):

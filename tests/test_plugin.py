@@ -25,6 +25,7 @@ def _setup_constant(name):
     raise AssertionError(f"setup.py has no {name}")
 
 
+@pytest.mark.integration
 def test_models_and_tasks_are_found_without_include_path():
     code = (
         "import lmms_eval.evaluator\n"  # what the CLI and simple_evaluate import first

@@ -12,7 +12,6 @@ from types import ModuleType
 # module name -> pip extra of lmms-genbench that provides it
 _EXTRAS = {
     "vllm": "vllm",
-    "openai": "openai",
     "sentence_transformers": "text",
 }
 
