@@ -13,6 +13,7 @@ Usage::
     lmms-genbench report RESULTS [RESULTS ...] -o report.html [--label NAME ...]
     lmms-genbench compare RESULTS_A RESULTS_B [--task T] [--metric M ...] [--json FILE]
     lmms-genbench ranks RESULTS [RESULTS ...] --task T --metric M [--json FILE]
+    lmms-genbench store verify FOLDER [--repair]
 
 RESULTS is an lmms-eval ``*_results.json`` file or a folder (an ``--output_path``):
 lmms-eval writes ``<output_path>/<model>/<date>_results.json``, and ``<model>`` is empty
@@ -211,6 +212,49 @@ def _add_sdp(subparsers: argparse._SubParsersAction) -> None:
     fetch.set_defaults(func=_run_sdp_fetch_geneval)
 
 
+def _run_store_verify(args: argparse.Namespace) -> int:
+    from lmms_genbench.engine.verify import verify_store
+
+    root = Path(args.folder).expanduser()
+    if not root.is_dir():
+        print(f"lmms-genbench store verify: error: {root} is not a folder. Fix: give the artifact store's "
+              "folder (model_args artifacts=, or $LMMS_GENBENCH_ARTIFACTS)", file=sys.stderr)
+        return EXIT_USAGE
+    chains = bad = busy = hops = 0
+    for folder, check in verify_store(root, repair=args.repair):
+        chains += 1
+        if check is None:
+            busy += 1
+            print(f"{folder}: held by a running run, not checked")
+            continue
+        hops += check.valid
+        if check.problem:
+            bad += 1
+            moved = f"; moved aside to {check.quarantine}" if check.quarantine else ""
+            print(f"{folder}: {check.problem}{moved}")
+    verdict = "repaired" if args.repair else "refused"
+    print(f"{chains} chains, {hops} hops verified, {bad} chains with {verdict} hops, {busy} held by a running run")
+    return EXIT_OK if args.repair or not bad else EXIT_FAIL
+
+
+def _add_store(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("store", help="check the artifact store")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    verify = actions.add_parser(
+        "verify",
+        help="report hops that are missing, truncated, undecodable, edited or drawn from another input",
+        description=(
+            "Verify every chain under FOLDER against its hops.jsonl records (each hop's sha256 and its "
+            "input's). Exit 0 when every hop is sound, 1 when some are not. --repair moves refused hops, "
+            "and every later hop of their chain, to quarantine/<time>/ in the chain's folder, so the next "
+            "run recomputes them; hops written before records existed are checked by decoding and recorded."
+        ),
+    )
+    verify.add_argument("folder", metavar="FOLDER", help="the artifact store, or any folder inside it")
+    verify.add_argument("--repair", action="store_true", help="quarantine refused hops (the next run recomputes them)")
+    verify.set_defaults(func=_run_store_verify)
+
+
 def _add_autobench(subparsers: argparse._SubParsersAction) -> None:
     from lmms_genbench.autobench.command import add_parser
 
@@ -323,6 +367,7 @@ _SUBCOMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "report": _add_report,
     "compare": lambda sub: _analysis().add_compare(sub),
     "ranks": lambda sub: _analysis().add_ranks(sub),
+    "store": _add_store,
 }
 
 

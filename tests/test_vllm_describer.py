@@ -79,8 +79,8 @@ def test_a_new_memory_fraction_recomputes_nothing(vllm_runs):
     assert {name.split("-")[0] for name in runs} == set(TASKS)
     for name, entries in runs.items():
         first, again = entries[0], entries[-1]
-        assert first["describe_items"] > 0 and first["describe_calls"] < first["describe_items"], name
-        assert again["describe_calls"] == again["generate_calls"] == 0, (name, again)
+        assert first["describe_items"] > 0 and first["run"]["describe_calls"] < first["describe_items"], name
+        assert again["run"]["describe_calls"] == again["run"]["generate_calls"] == 0, (name, again)
         assert again["hops_reused"] > 0
 
 

@@ -17,8 +17,12 @@ interrupted run resumes at each chain's first missing hop and recomputes nothing
 
 from __future__ import annotations
 
+import logging
 import math
+import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -27,9 +31,12 @@ from ..generators.base import Generator
 from .chain import Chain, ChainFailure
 from .describer import Describer
 from .protocol import ChainSpec
+from .locks import ChainLocks
 from .store import ChainLocation
 from .waves import ChainState, WaveRunner, chunked, generation_seed, plan
 from .writer import StoreWriter
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ChainJob", "ChainOutcome", "CycleEngine", "RunStats", "chunked", "generation_seed", "wave_size"]
 
@@ -52,15 +59,22 @@ class ChainOutcome:
     spec: ChainSpec
     location: ChainLocation
     failure: ChainFailure | None = None
+    verified: int | None = None  # hops 0..verified-1 checked or computed by this run
+    repaired: bool = False  # this run moved refused hops aside
+    reused: int = 0  # stored hops this run took as they were
+    described: int = 0  # texts this run computed
+    drawn: int = 0  # images this run computed
 
     @property
     def ok(self) -> bool:
         return self.failure is None
 
     def stored_hops(self) -> int:
-        """Hops stored for this chain, gap-free from hop 0 and at most the spec's length."""
+        """Hops stored for this chain, gap-free from hop 0 and at most the spec's length;
+        only those this run verified or computed."""
         hop = 0
-        while hop <= self.spec.hops and self.location.has(hop, self.spec.kind(hop)):
+        limit = self.spec.hops if self.verified is None else min(self.spec.hops, self.verified - 1)
+        while hop <= limit and self.location.has(hop, self.spec.kind(hop)):
             hop += 1
         return hop
 
@@ -90,6 +104,9 @@ class RunStats:
     describe_items: int = 0
     generate_calls: int = 0
     generate_items: int = 0
+    hops_computed: int = 0
+    chains_waited: int = 0  # chains another run held, read once it released them
+    chains_repaired: int = 0  # chains whose refused hops were moved aside and recomputed
     describe_seconds: float = 0.0
     generate_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -152,6 +169,7 @@ class CycleEngine:
         self.reject_blank = reject_blank
         self.wave = wave
         self.progress = progress
+        self.locks = ChainLocks()
 
     @property
     def generator_batch(self) -> int:
@@ -173,20 +191,32 @@ class CycleEngine:
         stats.chains = len(live)
 
         size = self.wave or wave_size(self.describer_batch, self.generator_batch)
-        waves, idle = plan(self, live, size, stats)
         bar = progress_bar(len(live), "cycle: chains", "chain", self.progress)
-        bar.update(idle)
         try:
-            with StoreWriter(max_pending=2 * size) as writer:
-                WaveRunner(self, writer, stats, bar).all(waves)
+            with terminate_as_interrupt(), StoreWriter(max_pending=2 * size) as writer:
+                runner = WaveRunner(self, writer, stats, bar)
+                todo = live
+                while todo:
+                    waves, idle = plan(self, todo, size, stats)
+                    bar.update(idle)
+                    runner.all(waves)
+                    todo = [c for c in todo if c.deferred]
+                    if todo:  # held by another run: wait until it is done, then read what it stored
+                        logger.info("waiting for %d chains another run is computing", len(todo))
+                        stats.chains_waited += len(todo)
+                        for chain in todo:
+                            self.locks.wait(chain.outcome.location.directory)
         finally:
+            self.locks.release_all()
             bar.close()
 
         for chain in live:
             outcome = chain.outcome
+            stats.chains_repaired += outcome.repaired
             if outcome.failure is None:
                 missing = next(
-                    (h for h in range(outcome.spec.hops + 1) if not outcome.location.has(h, outcome.spec.kind(h))),
+                    (h for h in range(outcome.spec.hops + 1)
+                     if h >= (outcome.verified or 0) or not outcome.location.has(h, outcome.spec.kind(h))),
                     None,
                 )
                 if missing is not None:
@@ -198,3 +228,22 @@ class CycleEngine:
 
         stats.wall_seconds = time.perf_counter() - started
         return [chains[str(j.location.directory)].outcome for j in jobs], stats
+
+
+@contextmanager
+def terminate_as_interrupt():
+    """SIGTERM (a scheduler's stop, ``kill``) ends a run as Ctrl-C does: queued store writes
+    are drained, so every hop computed is kept. Only on the main thread, where Python
+    delivers signals; the previous handler comes back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..core.keys import stable_hash
+from ..core.secrets import scrub
 from ..generators.base import GenerationFailure, GeneratorConfigError
 from .chain import ChainFailure
+from .failures import failure_marker
 from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .protocol import ChainSpec
+from .verify import check_chain
 from .writer import StoreWriter
 
 #: waves in flight at once: one being described while the other is drawn
@@ -43,7 +46,7 @@ def generation_seed(spec: ChainSpec, key: str, hop: int) -> int:
 class ChainState:
     """One chain during a run: the next hop to compute and that hop's input."""
 
-    __slots__ = ("outcome", "load_seed", "seed_missing", "hop", "carry", "pending")
+    __slots__ = ("outcome", "load_seed", "seed_missing", "hop", "carry", "pending", "deferred", "repair")
 
     def __init__(self, outcome, load_seed: Callable[[], Any]) -> None:
         self.outcome = outcome
@@ -52,14 +55,20 @@ class ChainState:
         self.hop: int | None = None  # next hop to compute; None: nothing left
         self.carry: Any = None  # hop - 1's image or text, in memory
         self.pending: Future | None = None  # that input, being loaded
+        self.deferred = False  # another run holds the chain: read it once that run is done
+        self.repair = False  # stored hops to move aside or record, under the chain's lock
 
     @property
     def kind(self) -> str:
         return self.outcome.spec.kind(self.hop)
 
     def fail(self, hop: int, stage: str, reason: str) -> None:
-        self.outcome.failure = ChainFailure(hop, stage, reason)
+        # reasons reach logs, reports and runs.jsonl: never a credential an endpoint echoed
+        self.outcome.failure = ChainFailure(hop, stage, scrub(reason))
         self.hop, self.carry, self.pending = None, None, None
+
+    def defer(self) -> None:
+        self.deferred, self.hop, self.carry, self.pending, self.seed_missing = True, None, None, None, False
 
 
 @dataclass
@@ -85,33 +94,41 @@ class Wave:
         return min((c.hop for c in self.chains if c.hop is not None), default=None)
 
 
-def next_hop(engine, outcome, start: int) -> tuple[int | None, int]:
-    """The first hop from ``start`` not yet stored that this run may compute, and
-    how many stored hops were passed on the way."""
-    hop = start
-    while hop <= outcome.spec.hops and engine.may_compute(hop):
-        if not outcome.location.has(hop, outcome.spec.kind(hop)):
-            return hop, hop - start
-        hop += 1
-    return None, hop - start
+def resume(engine, chain: ChainState, repair: bool) -> int:
+    """Verify the chain's stored hops (:func:`.verify.check_chain`) and set where it resumes:
+    ``seed_missing`` and ``hop``, the first hop to compute. Returns the stored hops this run
+    may reuse. ``repair`` (under the chain's lock) moves refused hops aside and records
+    unrecorded ones; without it the chain is only marked to be repaired."""
+    outcome = chain.outcome
+    spec = outcome.spec
+    check = check_chain(outcome.location.directory, spec.kind, spec.hops, repair=repair, missing_seed_ok=True)
+    valid = max(check.valid, 1)  # a refused or absent seed is read from the doc again
+    outcome.verified = valid
+    outcome.repaired = outcome.repaired or bool(check.moved)
+    chain.repair = not repair and check.needs_repair
+    chain.seed_missing = check.valid == 0 or check.seed_missing
+    chain.hop = valid if valid <= spec.hops and engine.may_compute(valid) else None
+    limit = spec.hops if engine.stop_after_hop is None else min(spec.hops, engine.stop_after_hop)
+    stored = max(min(valid, limit + 1) - (1 if chain.seed_missing else 0), 0)
+    outcome.reused = stored
+    return stored
 
 
 def plan(engine, chains: list[ChainState], size: int, stats) -> tuple[list[Wave], int]:
     """Each chain's first hop to compute, and the chains with work cut into waves
-    (one direction per wave, in job order); also how many have nothing to do."""
+    (one direction per wave, in job order); also how many have nothing to do. Chains are
+    verified without their locks here, read only: one with work or with hops to repair is
+    verified again, and repaired, once its wave holds its lock."""
     by_direction: dict[str, list[ChainState]] = {}
     idle = 0
     for chain in chains:
-        outcome = chain.outcome
-        chain.seed_missing = not outcome.location.has(0, outcome.spec.kind(0))
-        if not chain.seed_missing:
-            stats.hops_reused += 1
-        chain.hop, reused = next_hop(engine, outcome, 1)
-        stats.hops_reused += reused
-        if chain.hop is None and not chain.seed_missing:
+        chain.deferred = False
+        reused = resume(engine, chain, repair=False)
+        if chain.hop is None and not chain.seed_missing and not chain.repair:
+            stats.hops_reused += reused
             idle += 1
         else:
-            by_direction.setdefault(outcome.spec.direction, []).append(chain)
+            by_direction.setdefault(chain.outcome.spec.direction, []).append(chain)
     waves = [Wave(list(part)) for group in by_direction.values() for part in chunked(group, size)]
     return waves, idle
 
@@ -205,19 +222,36 @@ class WaveRunner:
             if chain.pending is not None:
                 self._take(chain, 0, "seed")  # a seed to store and nothing else to compute
             chain.carry = None
+        # a chain's lock is released once the writer has stored its hops
+        folders = [c.outcome.location.directory for c in wave.chains if not c.deferred]
+        locks = self.engine.locks
+        self.writer.after(lambda: [locks.release(folder) for folder in folders])
         self.failed += sum(1 for c in wave.chains if c.outcome.failure is not None)
-        self.bar.update(len(wave.chains))
+        self.bar.update(sum(1 for c in wave.chains if not c.deferred))
         if self.failed:
             self.bar.set_postfix_str(f"{self.failed} failed", refresh=False)
 
     # -- inputs -------------------------------------------------------------------
 
     def _load(self, wave: Wave) -> None:
-        """Start reading every chain's next input (the doc's seed, or the stored hop)."""
+        """Lock the wave's chains (skipping those another run holds), verify and repair them
+        under their locks, and start reading every chain's next input (the doc's seed, or
+        the stored hop)."""
         if wave.loaded:
             return
         wave.loaded = True
         for chain in wave.chains:
+            directory = chain.outcome.location.directory
+            if self.engine.locks.try_acquire(directory) is False:
+                chain.defer()
+                continue
+            sweep_temporary_files(directory)
+            # another run may have stored or changed hops since the plan: verify again
+            reused = resume(self.engine, chain, repair=True)
+            with self._lock:
+                self.stats.hops_reused += reused
+            if chain.hop is None and not chain.seed_missing:
+                continue
             if chain.carry is None and chain.pending is None:
                 chain.pending = self.loader.submit(self._read_input, chain, chain.hop, chain.seed_missing)
             chain.seed_missing = False
@@ -270,16 +304,19 @@ class WaveRunner:
         return value
 
     def _advance(self, chain: ChainState, done: int, value: Any) -> None:
-        """Hop ``done`` is computed (``value``, queued for the store): move on."""
-        chain.hop, reused = next_hop(self.engine, chain.outcome, done + 1)
-        if reused:
-            with self._lock:  # the describer's and the drawer's threads both count
-                self.stats.hops_reused += reused
-        if chain.hop == done + 1:
-            chain.carry = value
-        elif chain.hop is not None:
-            # the next hop's input was stored by an earlier run
-            chain.pending = self.loader.submit(self._read_input, chain, chain.hop, False)
+        """Hop ``done`` is computed (``value``, queued for the store): move on. Later hops
+        were moved aside under the chain's lock, so the next one is always computed."""
+        outcome = chain.outcome
+        outcome.verified = done + 1
+        if outcome.spec.kind(done) == "text":
+            outcome.described += 1
+        else:
+            outcome.drawn += 1
+        with self._lock:  # the describer's and the drawer's threads both count
+            self.stats.hops_computed += 1
+        nxt = done + 1
+        chain.hop = nxt if nxt <= outcome.spec.hops and self.engine.may_compute(nxt) else None
+        chain.carry = value if chain.hop is not None else None
 
     # -- describing -----------------------------------------------------------------
 
@@ -416,6 +453,9 @@ def reject_text(spec: ChainSpec, text) -> str | None:
         return text.reason
     if not isinstance(text, str) or not text.strip():
         return "empty description"
+    marker = failure_marker(text)
+    if marker:
+        return f"the describer's request failed: {' '.join(text.split())[:300]}"
     try:
         check_utf8(text, "the description")
     except ValueError as exc:
@@ -424,3 +464,16 @@ def reject_text(spec: ChainSpec, text) -> str | None:
     if pattern:
         return f"refused description (matched {pattern!r}): {text.strip()[:120]!r}"
     return None
+
+
+def sweep_temporary_files(directory) -> None:
+    """Remove the hidden ``.<name>.tmp`` files an interrupted write left in a chain's folder
+    (called under the chain's lock, so no live write of another run is touched)."""
+    try:
+        for path in directory.glob(".*.tmp"):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+    except OSError:
+        pass

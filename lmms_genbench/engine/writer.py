@@ -7,6 +7,9 @@ disk in hop order and a file that exists is complete, as with direct writes. The
 queue is bounded: a producer that outruns the disk waits instead of holding
 every image in memory.
 
+After each hop's file the writer appends its record to the chain's ``hops.jsonl``: the file's
+sha256 and the sha256 of the hop it was computed from, as stored (:mod:`.verify`).
+
 When a write fails the writer keeps nothing more: it discards what is queued
 (producers never block on a dead writer) and :meth:`StoreWriter.check` raises
 :class:`StoreWriteError` naming the file and the cause. Files written before
@@ -21,10 +24,12 @@ from typing import Any
 
 from ..core.errors import ActionableError, describe
 from .store import ChainLocation
+from .verify import append_record, sha256_file
 
 __all__ = ["StoreWriteError", "StoreWriter"]
 
 _STOP = object()
+_CALL = object()
 
 
 class StoreWriteError(ActionableError):
@@ -51,6 +56,7 @@ class StoreWriter:
         self._queue: queue.Queue = queue.Queue(maxsize=max(1, int(max_pending)))
         self._error: StoreWriteError | None = None
         self.written = 0
+        self._last: dict = {}  # chain folder -> (hop, sha256) of the last hop written there
         self._thread = threading.Thread(target=self._serve, name="genbench-store-writer", daemon=True)
 
     def __enter__(self) -> "StoreWriter":
@@ -72,6 +78,11 @@ class StoreWriter:
         self.check()
         self._queue.put((location, hop, kind, payload))
 
+    def after(self, fn) -> None:
+        """Call ``fn`` on the writer thread once every write queued before it is done (or
+        discarded after a failure): a chain's lock is released only when its hops are stored."""
+        self._queue.put((_CALL, fn, None, None))
+
     def check(self) -> None:
         """Raise the first write failure, if any."""
         if self._error is not None:
@@ -88,15 +99,33 @@ class StoreWriter:
             item = self._queue.get()
             if item is _STOP:
                 return
+            if item[0] is _CALL:
+                item[1]()
+                continue
             if self._error is not None:
                 continue  # drained, not written: the run stops at the next check
             location, hop, kind, payload = item
             try:
                 if kind == "image":
-                    location.write_image(hop, payload)
+                    path = location.write_image(hop, payload)
                 else:
-                    location.write_text(hop, payload)
+                    path = location.write_text(hop, payload)
+                self._record(location, hop, kind, path)
                 self.written += 1
             except BaseException as exc:  # any failure stops the writes, reported on the producer's side
                 self._error = StoreWriteError(str(location.path(hop, kind)), exc)
                 self._error.__cause__ = exc
+
+    def _record(self, location: ChainLocation, hop: int, kind: str, path) -> None:
+        """Append hop ``hop``'s record: its hash and its input's, as stored."""
+        sha = sha256_file(path)
+        directory = location.directory
+        last = self._last.get(directory)
+        if hop == 0:
+            source = None
+        elif last is not None and last[0] == hop - 1:
+            source = last[1]
+        else:  # the first hop this run computed: its input was stored by an earlier run
+            source = sha256_file(location.path(hop - 1, "text" if kind == "image" else "image"))
+        append_record(directory, hop, sha, source)
+        self._last[directory] = (hop, sha)
