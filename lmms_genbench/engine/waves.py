@@ -22,7 +22,7 @@ from ..core.keys import stable_hash
 from ..core.secrets import scrub
 from ..generators.base import GenerationFailure, GeneratorConfigError
 from .chain import ChainFailure
-from .failures import failure_marker
+from .failures import failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .protocol import ChainSpec
 from .verify import check_chain
@@ -453,9 +453,9 @@ def reject_text(spec: ChainSpec, text) -> str | None:
         return text.reason
     if not isinstance(text, str) or not text.strip():
         return "empty description"
-    marker = failure_marker(text)
-    if marker:
-        return f"the describer's request failed: {' '.join(text.split())[:300]}"
+    failed = failure_reason(text)
+    if failed:
+        return f"the describer's answer is a failure: {failed}"
     try:
         check_utf8(text, "the description")
     except ValueError as exc:

@@ -1,0 +1,90 @@
+"""Store faults end to end through the real `lmms-eval` command: an always-failing describer
+endpoint (a stub on 127.0.0.1) leaves every doc failed with the endpoint's reason and nothing
+stored; once healthy, a rerun computes and scores them. A damaged hop in a finished store is
+recomputed, and the rerun reproduces the clean run's scores."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from .lmms_eval_runs import BIN, results_file, run
+
+pytestmark = pytest.mark.integration
+
+KEY = "sk-stub-0123456789abcdefghij"
+REPLY = "a photo of a small object on a plain table"
+
+
+class _Endpoint(BaseHTTPRequestHandler):
+    def do_POST(self):  # chat completions; the server's `healthy` decides the answer
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.calls += 1
+        if not self.server.healthy:
+            data = json.dumps({"error": {"message": f"upstream down (key {KEY})"}}).encode()
+            self.send_response(500)
+        else:
+            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": REPLY}}]}).encode()
+            self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def endpoint():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    server.calls, server.healthy = 0, False
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+def _run(tmp_path, name, art, model_args, **env):
+    out = tmp_path / name
+    proc = run([str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", f"{model_args},artifacts={art}",
+                "--tasks", "mmeception_smoke", "--limit", "3", "--output_path", str(out)],
+               tmp_path, log=f"{name}.log", timeout=900, **env)
+    return proc, {k.split(",")[0]: v for k, v in results_file(out)[1]["results"]["mmeception_smoke"].items() if "," in k}
+
+
+def test_an_always_failing_describer_fails_every_doc_and_a_healthy_rerun_scores(tmp_path, endpoint):
+    art = tmp_path / "art"
+    args = ("preset=smoke,describer=openai,describer.model_version=stub,describer.max_retries=1,"
+            "describer.retry_backoff_s=0")
+    env = dict(OPENAI_API_KEY=KEY, OPENAI_API_BASE=f"http://127.0.0.1:{endpoint.server_port}/v1",
+               NO_PROXY="127.0.0.1,localhost")
+    proc, metrics = _run(tmp_path, "down", art, args, **env)
+    assert metrics["n_scored"] == 0 and metrics["n_failed"] == 3, proc.stderr[-3000:]
+    assert not list(art.rglob("001.txt"))  # no failure text stored as a description
+    stored = b"".join(p.read_bytes() for p in art.rglob("*") if p.is_file())
+    assert b"LMMS_EVAL_REQUEST_FAILED" not in stored and KEY.encode() not in stored
+    report = json.loads(next(art.rglob("report.json")).read_text())
+    reasons = json.dumps(report["failed_docs"])
+    assert "upstream down" in reasons and KEY not in reasons  # the endpoint's reason, scrubbed
+    assert "mmeception_smoke" in proc.stderr and "3 failed" in proc.stderr  # the run's record, at INFO
+
+    endpoint.healthy, calls = True, endpoint.calls
+    proc, metrics = _run(tmp_path, "up", art, args, **env)
+    assert metrics["n_scored"] == 3 and metrics["n_failed"] == 0, proc.stderr[-3000:]
+    assert endpoint.calls - calls == 3 * 3  # three descriptions per chain, asked again
+
+
+def test_a_damaged_store_is_repaired_and_the_rerun_reproduces_the_clean_scores(tmp_path):
+    art = tmp_path / "art"
+    _, clean = _run(tmp_path, "clean", art, "preset=smoke")
+    chain = sorted(p.parent for p in art.rglob("hops.jsonl"))[1]
+    (chain / "004.png").write_bytes(b"")  # a truncated drawing
+    (chain / "005.txt").write_text("an edited description", encoding="utf-8")
+    proc, again = _run(tmp_path, "again", art, "preset=smoke")
+    assert again == clean, proc.stderr[-3000:]
+    runs = [json.loads(line) for line in next(art.rglob("runs.jsonl")).read_text().splitlines()]
+    assert runs[-1]["hops_computed"] == 3 and runs[-1]["chains_repaired"] == 1  # hops 4, 5, 6 of one chain
+    assert sorted(p.name for p in (chain / "quarantine").rglob("00*")) == ["004.png", "005.txt", "006.png"]
