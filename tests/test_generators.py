@@ -81,7 +81,8 @@ def test_bad_values_name_argument_allowed_and_given(name, kwargs, arg, allowed, 
     assert allowed in message and got in message, message
 
 
-def test_cli_style_values_are_coerced():
+def test_cli_style_values_are_coerced(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the openai backend checks it at construction
     gen = build_generator(
         "openai",
         batch_size="4",
@@ -506,7 +507,12 @@ def test_openai_missing_key_names_the_variable(monkeypatch):
     from lmms_genbench.generators.openai_backend import MissingAPIKeyError
 
     monkeypatch.delenv("MY_IMAGES_KEY", raising=False)
+    with pytest.raises(MissingAPIKeyError, match="MY_IMAGES_KEY") as info:  # at load, before any doc
+        _openai(Script(_ok()), api_key_env="MY_IMAGES_KEY")
+    assert "generator.api_key_env" in info.value.fix
+    monkeypatch.setenv("MY_IMAGES_KEY", "sk-test")
     gen = _openai(Script(_ok()), api_key_env="MY_IMAGES_KEY")
+    monkeypatch.delenv("MY_IMAGES_KEY")  # read again at every call
     with pytest.raises(MissingAPIKeyError, match="MY_IMAGES_KEY"):
         gen.generate(["x"], [0])
 

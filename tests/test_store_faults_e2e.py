@@ -88,3 +88,30 @@ def test_a_damaged_store_is_repaired_and_the_rerun_reproduces_the_clean_scores(t
     runs = [json.loads(line) for line in next(art.rglob("runs.jsonl")).read_text().splitlines()]
     assert runs[-1]["hops_computed"] == 3 and runs[-1]["chains_repaired"] == 1  # hops 4, 5, 6 of one chain
     assert sorted(p.name for p in (chain / "quarantine").rglob("00*")) == ["004.png", "005.txt", "006.png"]
+
+
+def _read_only_mount_works(folder):
+    """Whether this machine lets a mount namespace bind ``folder`` read-only (root, Linux)."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("unshare"):
+        return False
+    probe = (f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder} && "
+             f"! touch {folder}/.probe 2>/dev/null")
+    return subprocess.run(["unshare", "-m", "sh", "-c", probe], capture_output=True).returncode == 0
+
+
+def test_a_complete_store_on_a_read_only_filesystem_scores_without_writing(tmp_path):
+    art = tmp_path / "art"
+    _, clean = _run(tmp_path, "clean", art, "preset=smoke")
+    if not _read_only_mount_works(art):
+        pytest.skip("no read-only bind mount here (needs root and `unshare -m`)")
+    out = tmp_path / "ro"
+    command = (f"mount --bind {art} {art} && mount -o remount,bind,ro {art} && "
+               f"{BIN / 'lmms-eval'} --model cycle --model_args preset=smoke,artifacts={art} "
+               f"--tasks mmeception_smoke --limit 3 --output_path {out}")
+    proc = run(["unshare", "-m", "sh", "-c", command], tmp_path, log="ro.log", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = {k.split(",")[0]: v for k, v in results_file(out)[1]["results"]["mmeception_smoke"].items() if "," in k}
+    assert metrics == clean

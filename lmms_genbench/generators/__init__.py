@@ -1,6 +1,6 @@
 """Text-to-image backends behind one interface (see :mod:`.base`)."""
 
-from .base import GenerationFailure, GenerationResult, Generator, GeneratorConfigError
+from .base import GenerationFailure, GenerationResult, Generator, GeneratorConfigError, config_failure
 from .registry import build_generator, generator_names
 
 __all__ = [
@@ -9,5 +9,6 @@ __all__ = [
     "Generator",
     "GeneratorConfigError",
     "build_generator",
+    "config_failure",
     "generator_names",
 ]

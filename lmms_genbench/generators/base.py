@@ -7,6 +7,8 @@ from typing import Protocol, Sequence, Union, runtime_checkable
 
 from PIL import Image
 
+from ..core.errors import ActionableError, from_exception
+
 
 @dataclass(frozen=True)
 class GenerationFailure:
@@ -26,7 +28,20 @@ class GeneratorConfigError(RuntimeError):
 
     Raised rather than returned per prompt: the engine stops the run instead
     of failing every doc, and of paying for descriptions nobody will draw.
+    ``fix``: what the user should change, shown in the run's last line
+    (:func:`config_failure`).
     """
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        super().__init__(message)
+        self.fix = fix
+
+
+def config_failure(exc: GeneratorConfigError, name: str, prefix: str = "generator.") -> ActionableError:
+    """The one line that ends an lmms-eval run whose generator ``name`` cannot work
+    (an ``Exception`` would be caught by lmms-eval, printed and exit 0)."""
+    fix = getattr(exc, "fix", "") or f"check the {prefix}<arg> values of --model_args and rerun"
+    return from_exception(exc, f"the generator {name} cannot work", fix)
 
 
 @runtime_checkable

@@ -11,7 +11,8 @@ expect to reproduce them.
 The API key is read from the environment on every :meth:`generate` call and
 kept only in the request headers: it is never stored on the object, and any
 text that could end up in a log, exception or failure record is scrubbed of
-it.
+it. The constructor checks only that the variable is set, so a run without a
+key stops at load; no request is made (a probe could cost money).
 """
 
 from __future__ import annotations
@@ -95,8 +96,9 @@ class OpenAIImageGenerator:
 
     Errors: a prompt the API refuses (e.g. a content-policy 400) or that
     still fails after the retries becomes a :class:`GenerationFailure` with
-    the API's message. A missing key raises :class:`MissingAPIKeyError`; a
-    401/403/404 or an exhausted quota raises :class:`OpenAIConfigError`.
+    the API's message. A missing key raises :class:`MissingAPIKeyError`, from
+    the constructor and from :meth:`generate`; a 401/403/404 or an exhausted
+    quota raises :class:`OpenAIConfigError`. Both carry a ``fix``.
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class OpenAIImageGenerator:
         self.api_key_env = str(as_str("api_key_env", api_key_env))
         self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
         self.transport = transport
+        self._api_key()  # a missing key stops the run at load, before any doc
         # Swappable so tests can record waits instead of sleeping.
         self._sleep: Callable[[float], None] = time.sleep
 
@@ -166,13 +169,7 @@ class OpenAIImageGenerator:
             )
         if not prompts:
             return []
-        key = os.environ.get(self.api_key_env, "").strip()
-        if not key:
-            raise MissingAPIKeyError(
-                f"the openai generator needs an API key in the environment "
-                f"variable {self.api_key_env} (set api_key_env to use another "
-                "variable), but it is unset or empty"
-            )
+        key = self._api_key()
         with httpx.Client(
             base_url=self.base_url,
             headers={"Authorization": f"Bearer {key}"},
@@ -182,6 +179,31 @@ class OpenAIImageGenerator:
             workers = min(self.batch_size, len(prompts))
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 return list(pool.map(lambda p: self._request(client, p, key), prompts))
+
+    def _api_key(self) -> str:
+        """The key from the environment; :class:`MissingAPIKeyError` if unset."""
+        key = os.environ.get(self.api_key_env, "").strip()
+        if not key:
+            raise MissingAPIKeyError(
+                f"the openai generator needs an API key in the environment "
+                f"variable {self.api_key_env} (set api_key_env to use another "
+                "variable), but it is unset or empty",
+                fix=f"export {self.api_key_env}=<your API key>, or name the variable "
+                "that holds it with generator.api_key_env=<VARIABLE>",
+            )
+        return key
+
+    def _config_fix(self, status: int) -> str:
+        """What to change for a status that every request would get."""
+        if status == 401:
+            return f"set {self.api_key_env} to a valid key for {self.base_url}"
+        if status == 403:
+            return (f"use a key whose project may use model {self.model!r}, "
+                    "or another generator.model")
+        if status == 404:
+            return (f"check generator.base_url (the API root, e.g. {DEFAULT_BASE_URL}; "
+                    f"here {self.base_url}) and generator.model (here {self.model!r})")
+        return "add credit or quota to the key's account, or use another key"
 
     def _payload(self, prompt: str) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -217,7 +239,8 @@ class OpenAIImageGenerator:
                 ):
                     raise OpenAIConfigError(
                         f"openai images API answered HTTP {status} for model "
-                        f"{self.model!r} at {self.base_url}: {message}"
+                        f"{self.model!r} at {self.base_url}: {message}",
+                        fix=self._config_fix(status),
                     )
                 if status != 429 and status < 500:
                     # The API judged this prompt (e.g. content policy): final.

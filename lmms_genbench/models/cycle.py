@@ -19,22 +19,23 @@ contract every scorer reads: :class:`lmms_genbench.engine.Chain`).
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import json
-import logging
 import os
+from collections import Counter
 from typing import Any
 
 from lmms_eval.api.model import lmms
+from lmms_eval.utils import eval_logger  # the host's logger: what it shows at --verbosity INFO
 
 from .. import host
 from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
-from ..generators import build_generator
-from ..core.errors import load_failure
+from ..generators import GeneratorConfigError, build_generator, config_failure, generator_names
+from ..core.errors import ActionableError, from_exception, load_failure
 from ..core.model_args import optional_int, split_prefixed
 from ..core.registry import lookup
 
-logger = logging.getLogger(__name__)
 
 PRESETS: dict[str, dict[str, Any]] = {
     # random-weight describer and generator built locally: proves the plumbing, not a model
@@ -86,22 +87,47 @@ def _smoke_unified_args() -> dict[str, Any]:
     return {"pretrained": str(tiny_janus_path()), "device": "cpu", "dtype": "float32"}
 
 
+#: top-level model_args of --model cycle (the roles' own take a prefix)
+TOP_LEVEL_ARGS = ("describer", "generator", "unified", "preset", "artifacts", "describer_batch", "stop_after_hop")
+
+
+def _arg_error(cause: str, fix: str) -> ActionableError:
+    """A wrong --model_args value: one line, exit 1 (lmms-eval prints an Exception and exits 0)."""
+    return ActionableError(f"--model cycle: {cause}", fix)
+
+
+def _int_arg(name: str, value: Any, minimum: int, fix: str, optional: bool = False) -> int | None:
+    """``model_args name`` as an integer >= ``minimum`` (unset: None if ``optional``), or its one line."""
+    try:
+        number = optional_int(name, value)
+    except ValueError:
+        number = minimum - 1
+    if (number is None and not optional) or (number is not None and number < minimum):
+        raise _arg_error(f"model_args {name} must be an integer >= {minimum}, got {value!r}", fix)
+    return number
+
+
 def _resolve_roles(preset, describer, generator, unified, describer_args, generator_args, unified_args):
     """Apply ``preset`` and check that the model_args name one decoupled pair or one unified model."""
-    fill = {} if preset is None else lookup(PRESETS, preset, "model_args preset")
+    try:
+        fill = {} if preset is None else lookup(PRESETS, preset, "model_args preset")
+    except ValueError as exc:
+        raise _arg_error(str(exc), f"give {' or '.join(f'preset={p}' for p in PRESETS)}, or leave preset out and "
+                         "name describer=... and generator=... (or unified=...)") from None
     if unified or unified_args or "unified" in fill:
         unified = unified or fill.get("unified")
         mixed = [role for role, name in (("describer", describer), ("generator", generator)) if name]
         mixed += [f"{role}.{k}" for role, args in (("describer", describer_args), ("generator", generator_args)) for k in args]
         if mixed:
-            raise ValueError(
+            raise _arg_error(
                 f"model_args unified={unified!r} replaces the describer and the generator, but "
-                f"{', '.join(mixed)} was given too; give either unified=... (with unified.<arg>=...) "
-                "or describer=... and generator=..."
+                f"{', '.join(mixed)} was given too",
+                "give either unified=... (with unified.<arg>=...) or describer=... and generator=...",
             )
         if not unified:
-            raise ValueError(
-                f"model_args {', '.join('unified.' + k for k in unified_args)} given without unified=<name>"
+            raise _arg_error(
+                f"model_args {', '.join('unified.' + k for k in unified_args)} given without unified=<name>",
+                "add unified=<name> (e.g. janus), or drop the unified.<arg> values",
             )
         if preset == "smoke_unified" and unified == "janus":
             unified_args = {**_smoke_unified_args(), **unified_args}
@@ -111,12 +137,15 @@ def _resolve_roles(preset, describer, generator, unified, describer_args, genera
     if preset == "smoke" and describer == "llava_hf":
         describer_args = {**_smoke_describer_args(), **describer_args}
     if not describer:
-        raise ValueError(
-            "model_args describer is required (an lmms-eval model name such as llava_hf), "
-            "or unified=<model>, or use preset=smoke"
+        raise _arg_error(
+            "model_args describer is required (an lmms-eval model name such as llava_hf)",
+            "give describer=<model> (with describer.pretrained=...), or unified=<model>, or use preset=smoke",
         )
     if not generator:
-        raise ValueError("model_args generator is required (diffusers, openai or smoke), or use preset=smoke")
+        raise _arg_error(
+            f"model_args generator is required (one of {', '.join(generator_names())})",
+            "give generator=<name> (with generator.<arg>=...), or use preset=smoke",
+        )
     return describer, generator, None, describer_args, generator_args, {}
 
 
@@ -141,6 +170,8 @@ def _build_roles(describer, generator, unified, describer_args, generator_args, 
     try:
         built_generator = build_generator(generator, **generator_args)
     except Exception as exc:
+        if isinstance(exc, GeneratorConfigError) and exc.fix:  # e.g. no API key: the error knows the fix
+            raise config_failure(exc, generator)
         raise load_failure(exc, "generator", generator, generator_args, "generator.", _OFFLINE)
     return built_describer, built_generator, True
 
@@ -210,6 +241,65 @@ def _doc_error(error: Exception):
     raise error  # reading the doc itself failed (e.g. an undecodable image column)
 
 
+class _ModelEngine(CycleEngine):
+    """The engine as the model runs it: a generator that cannot work (no key, a 404 on
+    the first request) ends the lmms-eval run with one line, not an Exception that
+    lmms-eval prints before exiting 0."""
+
+    def __init__(self, *args: Any, generator_label: str, arg_prefix: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.generator_label, self.arg_prefix = generator_label, arg_prefix
+
+    def run(self, jobs):
+        try:
+            return super().run(jobs)
+        except GeneratorConfigError as exc:
+            raise config_failure(exc, self.generator_label, self.arg_prefix) from exc
+
+
+#: errno values of a store that cannot take a file, with what the line says
+_NO_SPACE = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up"}
+_READ_ONLY = {errno.EROFS: "it is on a read-only filesystem", errno.EACCES: "this user may not write there",
+              errno.EPERM: "this user may not write there"}
+
+
+def _computed_nothing(record: Any) -> bool:
+    """Whether a runs.jsonl record tells of a run that stored nothing new."""
+    if not isinstance(record, dict):
+        return False
+    counts = [record[k] for k in ("hops_computed", "seeds_stored", "describe_items", "generate_items") if k in record]
+    return bool(counts) and not any(counts)
+
+
+def _write_or_explain(write, path, payload) -> None:
+    """``write(path, payload)``, a store write of the model itself (``store.write_json`` of
+    ``protocol.json``, ``store.append_jsonl`` of ``runs.jsonl``), made safe for a store
+    that cannot be written.
+
+    A whole file that exists is left as it is, so a finished store on a read-only disk
+    still scores; so is a runs.jsonl record of a run that stored nothing there. Any other
+    OSError (disk full, read-only, no permission) stops the run with one line naming the
+    folder and the fix, before lmms-eval turns it into a traceback and exit status 0."""
+    appends = getattr(write, "__name__", "") == "append_jsonl"
+    if not appends and path.exists():
+        return
+    try:
+        write(path, payload)
+    except OSError as exc:
+        if appends and exc.errno in _READ_ONLY and _computed_nothing(payload):
+            eval_logger.warning(f"lmms-genbench: the store is read-only, so {path} gets no record of this run ({exc})")
+            return
+        root = getattr(getattr(write, "__self__", None), "root", path.parent)
+        reason = _NO_SPACE.get(exc.errno) or _READ_ONLY.get(exc.errno)
+        fix = ("free disk space there, or pass --model_args artifacts=<a folder on a disk with space>"
+               if exc.errno in _NO_SPACE else
+               "pass --model_args artifacts=<a writable folder> (or set LMMS_GENBENCH_ARTIFACTS)")
+        raise from_exception(
+            exc, f"the artifact store {root} cannot be written" + (f": {reason}" if reason else ""),  # exc names the file
+            fix + "; then rerun the same command, it resumes from the files already stored",
+        ) from exc
+
+
 class CycleModel(lmms):
     """Compose any lmms-eval describer with any text-to-image generator.
 
@@ -257,17 +347,23 @@ class CycleModel(lmms):
         super().__init__()
         grouped, unknown = split_prefixed(kwargs, ("describer", "generator", "unified"))
         if unknown:
-            raise ValueError(
-                f"unknown model_args for cycle: {sorted(unknown)}; describer, generator and unified "
-                "arguments take a prefix, e.g. describer.pretrained=..., generator.steps=4 or unified.device=cuda"
+            first = sorted(unknown)[0].partition(".")[2] or sorted(unknown)[0]
+            raise _arg_error(
+                f"unknown model_args {', '.join(f'{k}={v}' for k, v in sorted(unknown.items()))}; allowed: "
+                f"{', '.join(TOP_LEVEL_ARGS)}, and describer.<arg>, generator.<arg>, unified.<arg>",
+                f"remove it, or give it to a role with its prefix (describer.{first}=..., generator.{first}=... "
+                f"or unified.{first}=...)",
             )
+        describer_batch = _int_arg("describer_batch", describer_batch, 1,
+                                   "give describer_batch=<images per describer call, an integer >= 1>, or leave "
+                                   "it out (default 16)")
+        stop_after_hop = _int_arg("stop_after_hop", stop_after_hop, 0,
+                                  "give stop_after_hop=<the last hop this run computes, an integer >= 0>, or leave "
+                                  "it out to finish every chain", optional=True)
         describer_args, generator_args, unified_args = grouped["describer"], grouped["generator"], grouped["unified"]
         describer, generator, unified, describer_args, generator_args, unified_args = _resolve_roles(
             preset, describer, generator, unified, describer_args, generator_args, unified_args
         )
-        describer_batch = optional_int("describer_batch", describer_batch)
-        if describer_batch is None or describer_batch < 1:
-            raise ValueError(f"model_args describer_batch must be >= 1, got {describer_batch!r}")
         if describer == "vllm":
             describer_args = _vllm_describer_args(describer_args, describer_batch)
 
@@ -282,13 +378,15 @@ class CycleModel(lmms):
         self.describer, self.generator, overlap = _build_roles(
             describer, generator, unified, describer_args, generator_args, unified_args
         )
-        self.engine = CycleEngine(
+        self.engine = _ModelEngine(
             self.describer,
             self.generator,
             describer_batch=describer_batch,
-            stop_after_hop=optional_int("stop_after_hop", stop_after_hop),
+            stop_after_hop=stop_after_hop,
             overlap=overlap,
             progress=self._rank == 0,  # one bar, as lmms-eval's own
+            generator_label=unified or generator,
+            arg_prefix="unified." if unified else "generator.",
         )
         self.scorer_preset = SCORER_PRESETS.get(preset or "")
         self.last_stats = None
@@ -331,7 +429,8 @@ class CycleModel(lmms):
         for namespace, (task, spec) in namespaces.items():
             manifest = namespace / "protocol.json"
             if not manifest.exists():
-                self.store.write_json(
+                _write_or_explain(
+                    self.store.write_json,
                     manifest,
                     {"task": task, "describer": self.describer.name, "generator": self.generator.name, **spec.describe_settings()},
                 )
@@ -343,15 +442,46 @@ class CycleModel(lmms):
             outcomes, stats = self.engine.run([jobs[i] for i in picked])
             by_index.update(zip(picked, outcomes))
             self.last_stats = stats
-            for namespace, (_task, spec) in namespaces.items():
+            for namespace, (task, spec) in namespaces.items():
                 if spec.direction == direction:
-                    self.store.append_jsonl(namespace / "runs.jsonl", {"rank": self._rank, **stats.to_dict()})
-            failed = sum(1 for o in outcomes if not o.ok)
-            logger.info("cycle %s: %d chains, %d failed, stats %s", direction, len(outcomes), failed, stats.to_dict())
+                    mine = [o for o in outcomes if o.location.directory.parent == namespace]
+                    self._record_run(namespace, task, mine, stats)
         return [by_index[i].to_chain(tasks[i]).to_json() for i in range(len(jobs))]
+
+    def _record_run(self, namespace, task: str, outcomes, stats) -> None:
+        """One task's part of this run: a line in the store's ``runs.jsonl`` of its namespace and
+        one at INFO through the host's logger. ``run`` holds the engine run's own figures, which
+        tasks of the same direction share (their chains went through the same batches)."""
+        unique = list({str(o.location.directory): o for o in outcomes}.values())
+        reasons = Counter(_reason(o.failure) for o in unique if o.failure is not None)
+        entry = {
+            "rank": self._rank,
+            "task": task,
+            "chains": len(unique),
+            "hops_reused": sum(o.reused for o in unique),
+            "hops_computed": sum(o.described + o.drawn for o in unique),
+            "describe_items": sum(o.described for o in unique),
+            "generate_items": sum(o.drawn for o in unique),
+            "chains_repaired": sum(1 for o in unique if o.repaired),
+            "failed": sum(reasons.values()),
+            "failures": dict(reasons.most_common(5)),
+            "run": stats.to_dict(),
+        }
+        _write_or_explain(self.store.append_jsonl, namespace / "runs.jsonl", entry)
+        top = "; ".join(f"{n}x {r}" for r, n in reasons.most_common(3))
+        eval_logger.info(
+            f"cycle {task} (rank {self._rank}): {entry['chains']} chains, {entry['hops_reused']} hops reused, "
+            f"{entry['hops_computed']} computed, {entry['chains_repaired']} repaired, {entry['failed']} failed"
+            + (f" ({top})" if top else "")
+        )
 
     def loglikelihood(self, requests):
         raise NotImplementedError("the cycle model only generates chains; it cannot score loglikelihood requests")
 
     def generate_until_multi_round(self, requests):
         raise NotImplementedError("the cycle model does not support multi-round generation")
+
+
+def _reason(failure) -> str:
+    """A failure's stage and the first part of its reason: how runs.jsonl groups failures."""
+    return f"{failure.stage}: {str(failure.reason).split(':')[0][:120]}"

@@ -19,10 +19,19 @@ from typing import Any
 from lmms_eval.api.model import lmms
 
 from ..engine.cycle import chunked
+from ..core.errors import ActionableError, load_failure
 from ..core.keys import atomic_write
 from ..engine.store import ArtifactStore
-from ..generators import GenerationFailure, build_generator
+from ..generators import GenerationFailure, GeneratorConfigError, build_generator, config_failure
 from ..core.model_args import optional_int, split_prefixed
+
+#: the way out of a generator that did not load, named in its error line
+_OFFLINE = "try the pipeline offline with generator=smoke"
+
+
+def _arg_error(cause: str, fix: str) -> ActionableError:
+    """A wrong --model_args value: one line, exit 1 (lmms-eval prints an Exception and exits 0)."""
+    return ActionableError(f"--model t2i: {cause}", fix)
 
 
 class TextToImageModel(lmms):
@@ -44,15 +53,32 @@ class TextToImageModel(lmms):
         super().__init__()
         grouped, unknown = split_prefixed(kwargs, ("generator",))
         if unknown:
-            raise ValueError(f"unknown model_args for t2i: {sorted(unknown)}; generator arguments take the prefix generator.")
-        n = optional_int("num_images_per_prompt", num_images_per_prompt)
+            first = sorted(unknown)[0]
+            raise _arg_error(
+                f"unknown model_args {', '.join(f'{k}={v}' for k, v in sorted(unknown.items()))}; allowed: generator, "
+                "output_dir, num_images_per_prompt, seed, and generator.<arg>",
+                f"remove it, or give it to the generator with its prefix (generator.{first}=...)",
+            )
+        try:
+            n = optional_int("num_images_per_prompt", num_images_per_prompt)
+            self.seed = optional_int("seed", seed) or 0
+        except ValueError as exc:
+            raise _arg_error(str(exc), "give num_images_per_prompt=<an integer >= 1> and seed=<an integer>, "
+                             "or leave them out") from None
         if n is None or n < 1:
-            raise ValueError(f"model_args num_images_per_prompt must be >= 1, got {num_images_per_prompt!r}")
+            raise _arg_error(f"model_args num_images_per_prompt must be an integer >= 1, got {num_images_per_prompt!r}",
+                             "give num_images_per_prompt=<images per prompt, an integer >= 1>, or leave it out (default 1)")
         self.num_images_per_prompt = n
-        self.seed = optional_int("seed", seed) or 0
         # absolute: tasks open the returned paths from whatever directory they run in
         self.output_dir = (Path(output_dir).expanduser() if output_dir else ArtifactStore().root / "t2i").resolve()
-        self.generator = build_generator(generator, **grouped["generator"])
+        self.generator_label = str(generator)
+        try:
+            self.generator = build_generator(generator, **grouped["generator"])
+        except Exception as exc:  # the same line as --model cycle's generator
+            if isinstance(exc, GeneratorConfigError) and exc.fix:
+                raise config_failure(exc, self.generator_label)
+            otherwise = _OFFLINE if self.generator_label != "smoke" else ""
+            raise load_failure(exc, "generator", self.generator_label, grouped["generator"], "generator.", otherwise)
 
     def generate_until(self, requests) -> list[str]:
         paths: list[list[Path]] = [[] for _ in requests]
@@ -68,7 +94,10 @@ class TextToImageModel(lmms):
             paths[i] = [folder / f"{int(doc_id):04d}_s{k}.png" for k in range(self.num_images_per_prompt)]
             work += [(i, prompt, self.seed + k, path) for k, path in enumerate(paths[i]) if not path.is_file()]
         for chunk in chunked(work, max(1, self.generator.batch_size)):
-            images = self.generator.generate([w[1] for w in chunk], [w[2] for w in chunk])
+            try:
+                images = self.generator.generate([w[1] for w in chunk], [w[2] for w in chunk])
+            except GeneratorConfigError as exc:  # every prompt would fail alike: stop with one line
+                raise config_failure(exc, self.generator_label) from exc
             for (i, _prompt, _seed, path), image in zip(chunk, images):
                 if isinstance(image, GenerationFailure):
                     failed.setdefault(i, image.reason)
