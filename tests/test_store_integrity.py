@@ -229,6 +229,7 @@ def test_a_lock_left_by_a_killed_process_blocks_nothing(tmp_path):
     assert outcomes[0].ok and stats.chains_waited == 0
 
 
+@pytest.mark.integration  # a child process that imports lmms-eval's evaluator: 15 s
 def test_chain_locks_hold_under_lmms_evals_filelock_patch():
     """lmms-eval makes every FileLock(path) of a process one shared reentrant instance; the
     chain lock must still keep a second run (here: a second lock set in one process) out."""
