@@ -8,7 +8,6 @@ import math
 import socket
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest

@@ -4,12 +4,11 @@ stored; once healthy, a rerun computes and scores them. A damaged hop in a finis
 recomputed, and the rerun reproduces the clean run's scores."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from .lmms_eval_runs import BIN, results_file, run
+from .openai_stub import StubHandler, chat_completion, serve
 
 pytestmark = pytest.mark.integration
 
@@ -17,32 +16,17 @@ KEY = "sk-stub-0123456789abcdefghij"
 REPLY = "a photo of a small object on a plain table"
 
 
-class _Endpoint(BaseHTTPRequestHandler):
-    def do_POST(self):  # chat completions; the server's `healthy` decides the answer
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.calls += 1
+class _Endpoint(StubHandler):
+    def answer(self, body):  # chat completions; the server's `healthy` decides
         if not self.server.healthy:
-            data = json.dumps({"error": {"message": f"upstream down (key {KEY})"}}).encode()
-            self.send_response(500)
-        else:
-            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                            "message": {"role": "assistant", "content": REPLY}}]}).encode()
-            self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+            return 500, {"error": {"message": f"upstream down (key {KEY})"}}
+        return 200, chat_completion("stub", REPLY)
 
 
 @pytest.fixture
 def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    server.calls, server.healthy = 0, False
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve(_Endpoint)
+    server.healthy = False
     yield server
     server.shutdown()
 
@@ -71,10 +55,10 @@ def test_an_always_failing_describer_fails_every_doc_and_a_healthy_rerun_scores(
     assert "upstream down" in reasons and KEY not in reasons  # the endpoint's reason, scrubbed
     assert "mmeception_smoke" in proc.stderr and "3 failed" in proc.stderr  # the run's record, at INFO
 
-    endpoint.healthy, calls = True, endpoint.calls
+    endpoint.healthy, calls = True, endpoint.count
     proc, metrics = _run(tmp_path, "up", art, args, **env)
     assert metrics["n_scored"] == 3 and metrics["n_failed"] == 0, proc.stderr[-3000:]
-    assert endpoint.calls - calls == 3 * 3  # three descriptions per chain, asked again
+    assert endpoint.count - calls == 3 * 3  # three descriptions per chain, asked again
 
 
 def test_a_damaged_store_is_repaired_and_the_rerun_reproduces_the_clean_scores(tmp_path):

@@ -9,13 +9,12 @@ WISE's ``process_results`` and its judge call, not any score.
 
 import base64
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from .lmms_eval_runs import BIN, response, results_file, run, samples
+from .openai_stub import StubHandler, chat_completion, serve
 from .wise_fixture import ROWS, write_wise_hub_copy
 
 pytestmark = pytest.mark.integration
@@ -24,29 +23,17 @@ REPLY = "Consistency: 2\nRealism: 1\nAesthetic Quality: 0"
 WISCORE = (0.7 * 2 + 0.2 * 1 + 0.1 * 0) / 2  # WISE's formula for REPLY
 
 
-class _Judge(BaseHTTPRequestHandler):
-    def do_POST(self):  # the chat-completions call of the openai client
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+class _Judge(StubHandler):
+    def answer(self, body):  # the chat-completions call of the openai client
         text, image = body["messages"][1]["content"]
         self.server.calls.append((text["text"], base64.b64decode(image["image_url"]["url"].split(",", 1)[1])))
-        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": REPLY}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        return 200, chat_completion(body["model"], REPLY)
 
 
 @pytest.fixture
 def judge():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    server = serve(_Judge)
     server.calls = []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server
     server.shutdown()
 
