@@ -427,13 +427,11 @@ class CycleModel(lmms):
             tasks.append(task)
 
         for namespace, (task, spec) in namespaces.items():
-            manifest = namespace / "protocol.json"
-            if not manifest.exists():
-                _write_or_explain(
-                    self.store.write_json,
-                    manifest,
-                    {"task": task, "describer": self.describer.name, "generator": self.generator.name, **spec.describe_settings()},
-                )
+            _write_or_explain(  # written once: an existing manifest is left as it is
+                self.store.write_json,
+                namespace / "protocol.json",
+                {"task": task, "describer": self.describer.name, "generator": self.generator.name, **spec.describe_settings()},
+            )
 
         # one engine run per direction, so describing and drawing can overlap in each
         by_index: dict[int, Any] = {}
