@@ -97,3 +97,39 @@ def test_contributing_lists_the_modules_a_vendored_mmeception_needs():
         is_package = (TASKS.parent.joinpath(*parts) / "__init__.py").exists()
         needed.add("/".join(parts) + ("/__init__.py" if is_package else ".py"))
     assert listed == needed, {"listed only": sorted(listed - needed), "needed only": sorted(needed - listed)}
+
+
+# what importing pure maths must not load: no engine, host, generator, model, scorer or network
+HEAVY_PARTS = ("engine", "host", "generators", "models", "scorers", "networks", "smoke")
+
+
+@pytest.mark.parametrize("module", ["lmms_genbench.metrics.functional",
+                                    "lmms_genbench.metrics.functional.intervals",
+                                    "lmms_genbench.metrics.functional.chef"])
+def test_importing_functional_metrics_loads_no_engine_host_generator_scorer_or_network(module):
+    """Package ``__init__``s re-export lazily (core/lazy.py): importing one maths module
+    does not drag in the rest of the package through ``metrics/__init__.py``."""
+    import subprocess
+    import sys
+
+    code = (f"import sys, {module}\n"
+            "print('\\n'.join(sorted(m for m in sys.modules if m.startswith('lmms_genbench'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.split()
+    heavy = [m for m in loaded if set(m.split(".")[1:]) & set(HEAVY_PARTS)]
+    assert module in loaded
+    assert heavy == [], heavy
+
+
+def test_lazy_packages_still_export_their_public_names():
+    import lmms_genbench.analysis as analysis
+    import lmms_genbench.autobench as autobench
+    import lmms_genbench.metrics as metrics
+
+    for package in (metrics, autobench, analysis):
+        assert [n for n in package.__all__ if getattr(package, n, None) is None] == []
+    assert metrics.mean_cumulative_drift.__name__ == "mcd"
+    assert metrics.DRIFT_MAPPINGS is __import__("lmms_genbench.metrics.functional.drift",
+                                                fromlist=["MAPPINGS"]).MAPPINGS
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        metrics.nope

@@ -1,5 +1,8 @@
 """Reading finished runs: intervals, paired comparisons, rank stability, the HTML report."""
 
-from .runs import Run, RunError, TaskRun, find_results, load_run
+from ..core.lazy import lazy_exports
 
-__all__ = ["Run", "RunError", "TaskRun", "find_results", "load_run"]
+_EXPORTS = {name: ".runs" for name in ("Run", "RunError", "TaskRun", "find_results", "load_run")}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -7,21 +7,16 @@ with the ``autobench`` tasks.
     AUTOBENCH_DATASET=./ab lmms-eval --model ... --tasks autobench
 """
 
-from .balance import balanced_letters, move_answer
-from .build import (
-    BuildConfig,
-    Builder,
-    BuildError,
-    BuildResult,
-    default_build_cost,
-    validation_outcome,
-)
-from .cache import CallCache
-from .examiner import CachedExaminer, LmmsExaminer, build_examiner
-from .graph import SemanticGraph
+from ..core.lazy import lazy_exports
 
-__all__ = [
-    "BuildConfig", "BuildError", "BuildResult", "Builder", "CachedExaminer", "CallCache",
-    "LmmsExaminer", "SemanticGraph", "balanced_letters", "build_examiner", "default_build_cost",
-    "move_answer", "validation_outcome",
-]
+_EXPORTS = {
+    "balanced_letters": ".balance", "move_answer": ".balance",
+    **{name: ".build" for name in ("BuildConfig", "Builder", "BuildError", "BuildResult",
+                                   "default_build_cost", "validation_outcome")},
+    "CallCache": ".cache",
+    **{name: ".examiner" for name in ("CachedExaminer", "LmmsExaminer", "build_examiner")},
+    "SemanticGraph": ".graph",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
