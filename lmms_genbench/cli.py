@@ -90,7 +90,7 @@ def _labels_ok(prog: str, args: argparse.Namespace) -> bool:
 
 
 def _plottable(path: Path) -> bool:
-    from lmms_genbench.plots import ResultsError, load_results
+    from lmms_genbench.analysis.plots import ResultsError, load_results
 
     try:
         return bool(load_results(path))
@@ -99,7 +99,7 @@ def _plottable(path: Path) -> bool:
 
 
 def _run_plot(args: argparse.Namespace) -> int:
-    from lmms_genbench.plots import plot_results
+    from lmms_genbench.analysis.plots import plot_results
 
     args.results = _results_files("lmms-genbench plot", args.results, _plottable)
     if args.results is None:

@@ -489,3 +489,21 @@ def test_cli_build_picks_the_device_that_exists(tmp_path, monkeypatch, capsys):
     assert cli.main(argv) == 0
     assert seen == {"examiner": {"pretrained": "/models/llava", "device_map": "auto"},
                     "generator": {"pretrained": "/models/sd", "device": "cuda:1"}}
+
+
+def test_cli_bias_reads_results_through_the_one_reader(tmp_path, capsys):
+    """A level the run has no number for (no hard doc, "N/A"), another filter than ``none``
+    and a missing file: no KeyError, a null rate, one line naming the file."""
+    from lmms_genbench import cli
+
+    res = {"results": {
+        "autobench": {"acc,strict": 0.8, "acc_easy,strict": 1.0, "acc_medium,strict": 0.5},
+        "autobench_posD": {"acc,strict": 0.4, "acc_easy,strict": 0.5, "acc_medium,strict": "N/A"}}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(res))
+    assert cli.main(["autobench", "bias", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["R_D"] == {"acc": pytest.approx(-0.5), "acc_easy": pytest.approx(-0.5),
+                          "acc_medium": None, "acc_hard": None}
+    assert cli.main(["autobench", "bias", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json: no such file" in capsys.readouterr().err

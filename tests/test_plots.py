@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from lmms_genbench.cli import main
-from lmms_genbench.plots import (
+from lmms_genbench.analysis.plots import (
     CURVES_FILENAME,
     HEATMAP_FILENAME,
     label_from_config,
@@ -154,7 +154,7 @@ def test_bad_inputs_named_and_others_still_plot(two_runs, tmp_path, capsys):
     assert captured.out.split() == [str(out / CURVES_FILENAME)]
     err = captured.err
     assert f"{missing}: no such file" in err
-    assert f"{not_json}: not a JSON file" in err
+    assert f"{not_json}: not JSON" in err
     assert f"{no_drift}: no s_<mapping>@<g>" in err
     assert "MGG heatmap skipped" in err
     _check_png(out / CURVES_FILENAME)
@@ -184,10 +184,10 @@ def test_no_global_matplotlib_side_effects(two_runs, tmp_path):
     """Importing loads no matplotlib; plotting neither loads pyplot nor switches the
     user's backend (the figures draw on their own Agg canvas)."""
     code = (
-        "import sys, lmms_genbench.plots, lmms_genbench.cli\n"
+        "import sys, lmms_genbench.analysis.plots, lmms_genbench.cli\n"
         "print('matplotlib' in sys.modules)\n"
         "import matplotlib\n"
-        f"lmms_genbench.plots.plot_results([{str(two_runs[1])!r}], out_dir={str(tmp_path)!r})\n"
+        f"lmms_genbench.analysis.plots.plot_results([{str(two_runs[1])!r}], out_dir={str(tmp_path)!r})\n"
         "print('matplotlib.pyplot' in sys.modules, matplotlib.get_backend())\n"
     )
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "svg"}
@@ -217,7 +217,7 @@ def test_a_folder_is_searched_for_the_results_it_can_plot(tmp_path, capsys):
 
 
 def test_similarity_curves_draw_one_line_per_run_and_refuse_an_empty_set(tmp_path):
-    from lmms_genbench.plots import draw_similarity_curves
+    from lmms_genbench.analysis.plots import draw_similarity_curves
 
     out = tmp_path / "s.png"
     labels = draw_similarity_curves([("a", {2: 0.9, 1: 0.95}), ("empty", {}), ("b", {1: 0.9})], out)

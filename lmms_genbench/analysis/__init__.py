@@ -2,7 +2,10 @@
 
 from ..core.lazy import lazy_exports
 
-_EXPORTS = {name: ".runs" for name in ("Run", "RunError", "TaskRun", "find_results", "load_run")}
+_EXPORTS = {
+    **{name: ".runs" for name in ("Run", "RunError", "TaskRun", "load_run")},
+    **{name: ".results" for name in ("ResultsError", "find_results", "label_from_config", "read_results")},
+}
 
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -12,11 +12,11 @@ report's settings key). Anything else is refused with what differs.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .results import finite_or_none
 from .runs import Run, TaskRun
 
 __all__ = ["Comparison", "CompareError", "MetricDiff", "compare_runs", "comparable_tasks"]
@@ -189,18 +189,12 @@ def compare_runs(a: Run, b: Run, task: str, *, resamples: int = 1000, seed: int 
         # paired_bootstrap gives its first run minus its second: B - A
         paired = paired_bootstrap(cols_b, cols_a, spec, n_resamples=resamples, level=level, seed=seed)
         out.metrics.append(MetricDiff(
-            metric, va, vb, _finite(paired.get("diff"), diff), _finite(paired.get("low")), _finite(paired.get("high")),
-            _finite(paired.get("p_value")), n, hib,
+            metric, va, vb, _or(finite_or_none(paired.get("diff")), diff), finite_or_none(paired.get("low")), finite_or_none(paired.get("high")),
+            finite_or_none(paired.get("p_value")), n, hib,
         ))
     if out.n_paired and out.n_paired < out.n_docs:
         out.notes.append(f"{out.n_docs - out.n_paired} of {out.n_docs} docs failed in one run or both and are left out of the paired intervals")
     return out
-
-
-def _finite(value: Any, fallback: float | None = None) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return fallback
 
 
 def _no_interval_reason(task: TaskRun, metric: str) -> str | None:
@@ -236,3 +230,7 @@ def _num(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "n/a"
     return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def _or(value: float | None, fallback: float | None) -> float | None:
+    return fallback if value is None else value

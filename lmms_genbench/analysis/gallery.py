@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.chain import Chain
+from .results import finite_or_none
 
 __all__ = ["Card", "DocScores", "Step", "Thumbnails", "build_cards", "doc_order"]
 
@@ -129,15 +129,9 @@ class DocScores:
         step = hop // per_step
         for name, value in row.items():
             match = _STEP_COLUMN.match(name)
-            if match and int(match.group(1)) == step and _finite(value) is not None:
+            if match and int(match.group(1)) == step and finite_or_none(value) is not None:
                 return float(value)
         return None
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 @dataclass
@@ -236,7 +230,7 @@ def build_cards(
         cards.append(Card(
             run=run_index, task=task, doc_id=doc_id, chain_id=chain.chain_id, status=chain.status,
             steps=steps, failure=None if chain.failure is None else str(chain.failure), group=group,
-            score=_finite(row.get(score_name)) if score_name else None, score_name=score_name,
+            score=finite_or_none(row.get(score_name)) if score_name else None, score_name=score_name,
             fields={k: v for k, v in row.items() if not _STEP_COLUMN.match(k) and k != score_name
                     and k not in GROUP_COLUMNS},
         ))

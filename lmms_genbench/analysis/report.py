@@ -168,7 +168,7 @@ def _png(draw: Callable[[Path], Any]) -> str:
 def _plotted(runs: Sequence[Run], labels: Sequence[str]) -> list[Any]:
     """What :mod:`lmms_genbench.plots` reads of each run (drift curves, MGG), under the
     report's labels."""
-    from ..plots import ResultsError, RunResults, load_results
+    from .plots import ResultsError, RunResults, load_results
 
     read = []
     for run, label in zip(runs, labels):
@@ -182,7 +182,7 @@ def _plotted(runs: Sequence[Run], labels: Sequence[str]) -> list[Any]:
 
 def _figures(task: str, task_runs: Sequence[TaskRun | None], plotted: Sequence[Any],
              labels: Sequence[str]) -> list[dict[str, str]]:
-    from ..plots import draw_drift_curves, draw_mgg_heatmap, draw_similarity_curves
+    from .plots import draw_drift_curves, draw_mgg_heatmap, draw_similarity_curves
 
     figures = []
     series = [(labels[i], {int(m.group(1)): v for k, v in t.scores.items() if (m := _S_AT_T.match(k)) and v is not None})

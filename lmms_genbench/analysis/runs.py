@@ -22,15 +22,23 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.chain import Chain, NotAChainError
+from .results import (
+    RESULTS_SUFFIX,
+    ResultsError,
+    find_results,  # noqa: F401  (public here before analysis/results.py existed)
+    finite_or_none,
+    label_from_config,
+    read_results,
+    task_metrics,
+)
 
 __all__ = ["Run", "RunError", "TaskRun", "find_results", "load_run"]
 
-RESULTS_SUFFIX = "_results.json"
 #: keys every scorer report carries (metrics/scorers/base.py ``write``)
 _REPORT_KEY = "scorer"
 
 
-class RunError(ValueError):
+class RunError(ResultsError):
     """A run that cannot be read; the message names the file and what is wrong."""
 
 
@@ -93,38 +101,19 @@ class Run:
 
     @property
     def label(self) -> str:
-        from ..plots import label_from_config
-
         return label_from_config(self.config, self.path.stem)
-
-
-def find_results(path: str | Path) -> list[Path]:
-    """``path`` if it is a results file, else every ``*_results.json`` under it, sorted."""
-    path = Path(path)
-    if path.is_dir():
-        return sorted(path.rglob(f"*{RESULTS_SUFFIX}"))
-    return [path]
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 def _split_metrics(task_results: Mapping[str, Any]) -> tuple[dict[str, float | None], dict[str, float]]:
     scores: dict[str, float | None] = {}
     stderr: dict[str, float] = {}
-    for key, value in task_results.items():
-        if key == "alias" or "," not in key:
-            continue
-        metric = key.split(",", 1)[0]
+    for metric, value in task_metrics(task_results).items():
         if metric.endswith("_stderr"):
-            number = _finite(value)
+            number = finite_or_none(value)
             if number is not None:
                 stderr[metric[: -len("_stderr")]] = number
         elif not metric.endswith(("_stderr_clt", "_stderr_clustered")):
-            scores[metric] = _finite(value)
+            scores[metric] = finite_or_none(value)
     return scores, stderr
 
 
@@ -196,7 +185,7 @@ def _agreement(report: Mapping[str, Any], scores: Mapping[str, float | None]) ->
     """How many of the run's scores the report holds with the same value; -1 if one differs."""
     flat, same = _flat(report), 0
     for metric, value in scores.items():
-        theirs = _finite(flat.get(metric))
+        theirs = finite_or_none(flat.get(metric))
         if value is None or theirs is None:
             continue
         if not math.isclose(value, theirs, rel_tol=1e-9, abs_tol=1e-12):
@@ -217,14 +206,10 @@ def load_run(path: str | Path) -> Run:
             raise RunError(f"{path}: expected one *{RESULTS_SUFFIX} under it, found {len(found)}; name the file")
         path = found[0]
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise RunError(f"{path}: not JSON ({exc})") from None
-    results = data.get("results") if isinstance(data, dict) else None
-    if not isinstance(results, dict):
-        raise RunError(f"{path}: no 'results' mapping; is it an lmms-eval *{RESULTS_SUFFIX}?")
+        data = read_results(path)
+    except ResultsError as exc:
+        raise RunError(str(exc)) from None
+    results = data["results"]
     date = path.name[: -len(RESULTS_SUFFIX)] if path.name.endswith(RESULTS_SUFFIX) else str(data.get("date", ""))
     tasks: dict[str, TaskRun] = {}
     for task, task_results in results.items():
@@ -240,7 +225,7 @@ def load_run(path: str | Path) -> Run:
             run.chains = _read_chains(samples)
             run.reports = _store_reports(run.chains, scores) if run.chains else {}
         tasks[task] = run
-    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    config = data["config"]
     return Run(
         path=path,
         model=str(config.get("model") or ""),

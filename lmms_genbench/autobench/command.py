@@ -120,26 +120,29 @@ def _run_cost(args) -> int:
     return EXIT_OK
 
 
-def _task_accs(paths: list[str]) -> dict[str, dict[str, float]]:
-    from pathlib import Path
+def _task_accs(paths: list[str]) -> dict[str, dict[str, float | None]]:
+    """Per AutoBench task in the files, its accuracies (None where a file has no number)."""
+    from ..analysis.results import finite_or_none, read_results, task_metrics
 
     keys = ("acc", "acc_easy", "acc_medium", "acc_hard")
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, float | None]] = {}
     for path in paths:
-        results = json.loads(Path(path).read_text(encoding="utf-8"))["results"]
+        results = read_results(path)["results"]
         for task in ("autobench", "autobench_posA", "autobench_posD"):
             if task in results:
-                out[task] = {k: results[task][f"{k},none"] for k in keys}
+                metrics = task_metrics(results[task])
+                out[task] = {k: finite_or_none(metrics.get(k)) for k in keys}
     return out
 
 
 def _run_bias(args) -> int:
     """§4.6 deviation rates R = (S_X - S_U) / S_U from results files."""
+    from ..analysis.results import finite_or_none
     from ..metrics.functional.autobench import deviation_rate
 
     try:
         accs = _task_accs(args.results)
-    except (OSError, ValueError, KeyError) as exc:
+    except ValueError as exc:  # analysis.results.ResultsError: names the file and the fix
         print(f"lmms-genbench autobench bias: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if "autobench" not in accs or len(accs) < 2:
@@ -152,7 +155,10 @@ def _run_bias(args) -> int:
         acc = accs.get(f"autobench_pos{x}")
         if acc is not None:
             out[f"at_{x}"] = acc
-            out[f"R_{x}"] = {k: deviation_rate(acc[k], uniform[k]) for k in acc}
+            # a level without a number in either run (no doc of that difficulty, or S_U = 0)
+            # has no rate: null, never a KeyError or a NaN that is not JSON
+            out[f"R_{x}"] = {k: None if acc[k] is None or uniform[k] is None
+                             else finite_or_none(deviation_rate(acc[k], uniform[k])) for k in acc}
     print(json.dumps(out, indent=2))
     return EXIT_OK
 

@@ -38,13 +38,13 @@ matplotlib draws on its Agg canvas directly; no global state changes.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_genbench.analysis.results import ResultsError, finite_or_none, label_from_config, read_results, task_metrics
 from lmms_genbench.core.keys import json_nulls, strict_json
 from lmms_genbench.metrics.functional.chef import DESIDERATA, desideratum_score, desideratum_stderr
 
@@ -63,7 +63,7 @@ FIGURE_FILENAME = "chef_desiderata.png"
 RELIABILITY_FILENAME = "chef_reliability.png"
 
 
-class SummaryError(ValueError):
+class SummaryError(ResultsError):
     """A results file cannot be used."""
 
 
@@ -87,26 +87,16 @@ class ModelSummary:
         ]
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
 def _left_out(task: str, metric: str, flat: dict[str, Any]) -> str:
-    counts = ", ".join(f"{k}={flat[k]:g}" for k in sorted(flat) if k.startswith("n_") and _number(flat[k]) is not None)
+    counts = ", ".join(f"{k}={flat[k]:g}" for k in sorted(flat) if k.startswith("n_") and finite_or_none(flat[k]) is not None)
     return f"{task}: {metric} is {flat.get(metric, 'missing')}" + (f" ({counts})" if counts else "")
 
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SummaryError(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:
-        raise SummaryError(f"{path}: cannot read as JSON ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise SummaryError(f"{path}: no 'results' mapping; is this an lmms-eval *_results.json?")
+        data = read_results(path)
+    except ResultsError as exc:
+        raise SummaryError(str(exc)) from None
     if not any(t.startswith("chef_") for t in data["results"]):
         raise SummaryError(f"{path}: no chef_* task in this results file")
     return data
@@ -114,8 +104,6 @@ def _read(path: Path) -> dict[str, Any]:
 
 def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) -> tuple[list[ModelSummary], list[str]]:
     """Scores per model label; returns (summaries in first-seen order, error messages)."""
-    from lmms_genbench.plots import label_from_config
-
     errors: list[str] = []
     values: dict[str, dict[str, list[tuple[str, float]]]] = {}
     errs: dict[str, dict[str, list[float | None]]] = {}
@@ -132,18 +120,18 @@ def summarize(paths: Sequence[str | Path], labels: Sequence[str] | None = None) 
         per = values.setdefault(label, {d: [] for d in DESIDERATA})
         per_err = errs.setdefault(label, {d: [] for d in DESIDERATA})
         for task, metrics in data["results"].items():
-            flat = {k.split(",")[0]: v for k, v in metrics.items() if isinstance(k, str) and "," in k}
+            flat = task_metrics(metrics)
             for des, (prefix, metric) in SOURCES.items():
                 if not task.startswith(prefix):
                     continue
-                if (v := _number(flat.get(metric))) is not None:
+                if (v := finite_or_none(flat.get(metric))) is not None:
                     per[des].append((task, v))
-                    per_err[des].append(_number(flat.get(f"{metric}_stderr")))
+                    per_err[des].append(finite_or_none(flat.get(f"{metric}_stderr")))
                 else:
                     left_out.setdefault(label, {}).setdefault(des, []).append(_left_out(task, metric, flat))
             if task.startswith("chef_calibration_") and "bin0_n" in flat:
                 reliab.setdefault(label, {})[task] = [
-                    {k: _number(flat.get(f"bin{b}_{k}")) for k in ("acc", "conf", "n")} for b in range(10)
+                    {k: finite_or_none(flat.get(f"bin{b}_{k}")) for k in ("acc", "conf", "n")} for b in range(10)
                 ]
     out = []
     for label, per in values.items():

@@ -32,6 +32,15 @@ def is_unset(value: Any) -> bool:
     )
 
 
+def finite_or_none(value: Any) -> float | None:
+    """``value`` as a float if it is a finite real number, else None: "N/A", NaN,
+    infinities, bools (``True`` is not a score) and non-numbers all read as "no value"."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
 def as_int(
     arg: str, value: Any, *, minimum: int | None = None, optional: bool = False
 ) -> int | None:

@@ -15,8 +15,6 @@ directly, so importing this module (or plotting) changes no global matplotlib st
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -24,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_genbench.metrics.functional.geneval import TAGS
-from lmms_genbench.metrics.scorers.mcd import MAPPINGS
+from ..metrics.functional.drift import MAPPINGS
+from ..metrics.functional.geneval import TAGS
+from .results import ResultsError, dedupe_labels, finite_or_none, label_from_config, read_results, task_metrics
 
 __all__ = [
     "CURVES_FILENAME",
@@ -48,15 +47,6 @@ _MAPPING_RE = "|".join(re.escape(m) for m in MAPPINGS)
 # the metric name must end at "@<g>": per-source keys ("..@2_docci") are not pooled curves
 _S_KEY = re.compile(rf"^s_({_MAPPING_RE})@(\d+)$")
 _MGG_KEY = re.compile(r"^mgg_([A-Za-z0-9_]+)@(\d+)$")
-# model_args keys whose values are never shown (API keys and the like)
-_SECRET_WORDS = ("key", "token", "secret", "password")
-# values that look like credentials even under an innocent key name (OpenAI, HF, GitHub)
-_SECRET_VALUE = re.compile(r"^(sk-|hf_|ghp_|github_pat_)", re.IGNORECASE)
-_MAX_ARG_CHARS = 24  # per model_args value in a label; longer ones are shortened
-
-
-class ResultsError(ValueError):
-    """A results file that cannot be plotted; the message names the file."""
 
 
 @dataclass(frozen=True)
@@ -98,83 +88,14 @@ class PlotReport:
 
 
 # --------------------------------------------------------------------------- reading
-def _number(value: Any) -> float | None:
-    """A finite float, or None for "N/A", NaN, bools and other non-numbers."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def _metrics(task_results: Mapping[str, Any]) -> dict[str, Any]:
-    """``{metric: value}`` of one task, for one filter: "none" when present (lmms-eval's
-    default), else the alphabetically first, so several filters never mix in a curve."""
-    by_filter: dict[str, dict[str, Any]] = {}
-    for key, value in task_results.items():
-        if not isinstance(key, str) or "," not in key:
-            continue  # "alias" and the like
-        metric, _, filt = key.rpartition(",")
-        by_filter.setdefault(filt, {})[metric] = value
-    if not by_filter:
-        return {}
-    return by_filter["none"] if "none" in by_filter else by_filter[min(by_filter)]
-
-
 def _series(metrics: Mapping[str, Any], pattern: re.Pattern[str]) -> dict[str, dict[int, float]]:
     out: dict[str, dict[int, float]] = {}
     for metric, value in metrics.items():
         match = pattern.match(metric)
-        number = _number(value)
+        number = finite_or_none(value)
         if match and number is not None:
             out.setdefault(match.group(1), {})[int(match.group(2))] = number
     return {name: dict(sorted(points.items())) for name, points in out.items()}
-
-
-def _split_model_args(model_args: Any) -> list[tuple[str, str]]:
-    """``model_args`` as (key, value) pairs: lmms-eval stores "k=v,k2=v2" (or a dict
-    when the run came from a config file)."""
-    if isinstance(model_args, Mapping):
-        return [(str(k), str(v)) for k, v in model_args.items()]
-    if not isinstance(model_args, str):
-        return []
-    pairs = []
-    for part in model_args.split(","):
-        if part.strip():
-            key, sep, value = part.partition("=")
-            pairs.append((key.strip(), value.strip()) if sep else ("", key.strip()))
-    return pairs
-
-
-def _short_value(value: str) -> str:
-    # paths (artifact folders, local checkpoints) are identified by their last part
-    if "/" in value or os.sep in value:
-        value = os.path.basename(value.rstrip("/" + os.sep)) or value
-    if len(value) > _MAX_ARG_CHARS:
-        value = value[: _MAX_ARG_CHARS - 1] + "…"
-    return value
-
-
-def label_from_config(config: Mapping[str, Any] | None, fallback: str) -> str:
-    """Legend label of a run: model name and a short, redacted form of its model_args.
-
-    Args:
-        config: the results file's ``config`` (``model``, ``model_args``); may be None.
-        fallback: label when the config names no model (e.g. the file name).
-
-    Returns:
-        e.g. ``"cycle (preset=smoke, artifacts=art)"``. A model_args entry whose key
-        contains key/token/secret/password (any case), or whose value looks like a
-        credential (``sk-…``, ``hf_…``), is dropped, never shown.
-    """
-    config = config if isinstance(config, Mapping) else {}
-    model = config.get("model")
-    name = str(model) if isinstance(model, str) and model.strip() else fallback
-    shown = []
-    for key, value in _split_model_args(config.get("model_args")):
-        if any(word in key.lower() for word in _SECRET_WORDS) or _SECRET_VALUE.match(value):
-            continue
-        shown.append(f"{key}={_short_value(value)}" if key else _short_value(value))
-    return f"{name} ({', '.join(shown)})" if shown else name
 
 
 def load_results(path: str | os.PathLike[str], label: str | None = None) -> list[RunResults]:
@@ -194,24 +115,14 @@ def load_results(path: str | os.PathLike[str], label: str | None = None) -> list
             none of its tasks has any ``s_<mapping>@<g>`` or ``mgg_<tag>@<g>`` value.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ResultsError(f"{path}: no such file")
-    try:
-        with path.open(encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ResultsError(f"{path}: not a JSON file ({exc})") from None
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not isinstance(data, Mapping) or not isinstance(data.get("results"), Mapping):
-        raise ResultsError(f"{path}: not an lmms-eval results file (no 'results' mapping)")
+    data = read_results(path)
     if label is None:
         label = label_from_config(data.get("config"), fallback=path.stem)
     runs = []
     for task, task_results in data["results"].items():
         if not isinstance(task_results, Mapping):
             continue
-        metrics = _metrics(task_results)
+        metrics = task_metrics(task_results)
         curves = _series(metrics, _S_KEY)
         curves = {m: curves[m] for m in MAPPINGS if m in curves}
         mgg = _series(metrics, _MGG_KEY)
@@ -375,16 +286,6 @@ def draw_mgg_heatmap(runs: Sequence[RunResults], out_file: str | os.PathLike[str
 
 
 # --------------------------------------------------------------------------- entry point
-def _dedupe(labels: list[str]) -> list[str]:
-    """Make repeated labels distinct ("x", "x #2"): the legend must tell runs apart."""
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
-    return out
-
-
 def plot_results(
     paths: Sequence[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str] | None = None,
@@ -433,7 +334,7 @@ def plot_results(
     if not runs:
         return report
 
-    deduped = _dedupe([r.label for r in runs])
+    deduped = dedupe_labels([r.label for r in runs])
     runs = [RunResults(r.path, r.task, lab, r.curves, r.mgg) for r, lab in zip(runs, deduped)]
     target = Path(out_dir) if out_dir is not None else first_dir
     target.mkdir(parents=True, exist_ok=True)
