@@ -43,10 +43,13 @@ __all__ = [
     "EqualWidthECE",
     "PopeCounts",
     "circular_accuracy",
+    "circular_accuracy_weighted",
     "desideratum_score",
     "desideratum_stderr",
     "ece_equal_mass",
+    "ece_equal_mass_weighted",
     "match_ratio",
+    "pope_metrics",
     "random_accuracy",
     "riam",
     "rr",
@@ -95,14 +98,29 @@ def ece_equal_mass(confidences: Iterable[float], correct: Iterable[float], n_bin
     than bins, each sample is its own bin. NaN for no samples.
     """
     conf, corr = _pairs(confidences, correct)
-    n = conf.size
-    if n == 0:
-        return float("nan")
+    return float(ece_equal_mass_weighted(conf, corr, np.ones((1, conf.size)), n_bins)[0])
+
+
+def ece_equal_mass_weighted(conf: np.ndarray, corr: np.ndarray, weights: np.ndarray, n_bins: int = 10) -> np.ndarray:
+    """:func:`ece_equal_mass` once per row of ``weights`` (B, n): each row counts how often
+    each sample is drawn (a bootstrap resample; all ones for the score itself). The samples
+    are sorted by confidence (stable) and a sample drawn k times fills k consecutive places,
+    possibly across a cut, so a row of ones gives exactly ChEF's bins."""
     order = np.argsort(conf, kind="stable")
-    total = 0.0
-    for idx in np.array_split(order, min(n_bins, n)):
-        total += idx.size / n * abs(corr[idx].mean() - conf[idx].mean())
-    return float(total)
+    w = weights[:, order]
+    conf, corr = conf[order], corr[order]
+    end = np.cumsum(w, axis=1)
+    start = end - w
+    total = end[:, -1] if w.shape[1] else np.zeros(w.shape[0])
+    q, r = np.divmod(total, n_bins)
+    gap = np.zeros(w.shape[0])
+    lo = np.zeros(w.shape[0])
+    for j in range(n_bins):
+        hi = lo + q + (j < r)
+        share = np.clip(np.minimum(end, hi[:, None]) - np.maximum(start, lo[:, None]), 0.0, None)
+        gap += np.abs(share @ corr - share @ conf)
+        lo = hi
+    return _ratio(gap, total)
 
 
 @dataclass
@@ -176,20 +194,41 @@ def circular_accuracy(groups: Sequence[Hashable], correct: Sequence[bool]) -> fl
     """
     if len(groups) != len(correct):
         raise ValueError(f"need one group per answer, got {len(groups)} groups and {len(correct)} answers")
-    right: dict[Hashable, bool] = {}
-    for g, c in zip(groups, correct):
-        right[g] = right.get(g, True) and bool(c)
-    return float(np.mean(list(right.values()))) if right else float("nan")
+    index: dict[Hashable, int] = {}
+    group_of = np.array([index.setdefault(g, len(index)) for g in groups], dtype=np.int64)
+    right = np.asarray([bool(c) for c in correct], dtype=bool)
+    return float(circular_accuracy_weighted(group_of, right, np.ones((1, len(groups))))[0])
 
 
-def _ratio(num: float, den: float) -> float:
-    return float(num / den) if den != 0 and math.isfinite(den) else float("nan")
+def circular_accuracy_weighted(group_of: np.ndarray, right: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """:func:`circular_accuracy` once per row of ``weights`` (B, n), ``group_of`` the group
+    number of each answer. A group weighs the mean of its answers' weights, so a cluster
+    resample (every answer of a drawn group carries the group's count) weighs each group
+    by its count, and a row of ones weighs each group once."""
+    if group_of.size == 0:
+        return np.full(weights.shape[0], np.nan)
+    sizes = np.bincount(group_of)
+    all_right = np.ones(sizes.size, dtype=bool)
+    np.logical_and.at(all_right, group_of, right)
+    per_answer = 1.0 / sizes[group_of]
+    return _ratio(weights @ (per_answer * all_right[group_of]), weights @ per_answer)
+
+
+def _ratio(num, den):
+    """``num / den``, NaN where ``den`` is 0 or not finite: floats for numbers, arrays
+    (one value per bootstrap resample, :mod:`.estimators`) for arrays."""
+    num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
+    ok = (den != 0) & np.isfinite(den)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(ok, num / np.where(ok, den, 1.0), np.nan)
+    return float(out) if out.ndim == 0 else out
 
 
 def riam(acc_icl: float, acc_zero_shot: float, acc_rand: float) -> float:
     """Eq. (1): gain from in-context examples relative to the 0-shot margin over chance.
 
-    NaN when the 0-shot accuracy equals chance (the ratio is undefined).
+    NaN when the 0-shot accuracy equals chance (the ratio is undefined). Like
+    :func:`rrm` and :func:`rr`, takes numbers or arrays (one accuracy per resample).
     """
     return _ratio(acc_icl - acc_zero_shot, acc_zero_shot - acc_rand)
 
@@ -242,16 +281,22 @@ class PopeCounts:
         return self.tp + self.fp + self.tn + self.fn
 
     def metrics(self) -> dict[str, float]:
-        precision = _ratio(self.tp, self.tp + self.fp)
-        recall = _ratio(self.tp, self.tp + self.fn)
-        f1 = _ratio(2 * precision * recall, precision + recall) if not (math.isnan(precision) or math.isnan(recall)) else float("nan")
-        return {
-            "accuracy": _ratio(self.tp + self.tn, self.n),
-            "precision": precision,
-            "recall": recall,
-            "f1": f1,
-            "yes_ratio": _ratio(self.tp + self.fp, self.n),
-        }
+        return pope_metrics(self.tp, self.fp, self.tn, self.fn)
+
+
+def pope_metrics(tp, fp, tn, fn) -> dict[str, float]:
+    """POPE's statistics from confusion counts: numbers, or arrays of weighted counts (one
+    per bootstrap resample). F1 is NaN where precision or recall is."""
+    n = tp + fp + tn + fn
+    precision = _ratio(tp, tp + fp)
+    recall = _ratio(tp, tp + fn)
+    return {
+        "accuracy": _ratio(tp + tn, n),
+        "precision": precision,
+        "recall": recall,
+        "f1": _ratio(2 * precision * recall, precision + recall),
+        "yes_ratio": _ratio(tp + fp, n),
+    }
 
 
 def _clip100(x: float) -> float:
