@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
 
 def _thresholds(text: str) -> dict[str, float]:
@@ -28,7 +28,7 @@ def _thresholds(text: str) -> dict[str, float]:
 
 
 def _config(args):
-    from .build import PAPER_THRESHOLDS, BuildConfig
+    from ..autobench.build import PAPER_THRESHOLDS, BuildConfig
 
     thresholds = {**PAPER_THRESHOLDS, **(args.thresholds or {})}
     return BuildConfig(
@@ -66,8 +66,8 @@ def _run_build(args) -> int:
     from ..core.registry import parameter_names
     from ..generators import build_generator
     from ..generators.registry import GENERATORS
-    from .build import BuildError, build_benchmark
-    from .examiner import build_examiner, parse_model_args
+    from ..autobench.build import BuildError, build_benchmark
+    from ..autobench.examiner import build_examiner, parse_model_args
 
     try:
         config = _config(args)
@@ -110,7 +110,7 @@ def _run_build(args) -> int:
 
 
 def _run_cost(args) -> int:
-    from .build import default_build_cost
+    from ..autobench.build import default_build_cost
 
     try:
         print(json.dumps(default_build_cost(_config(args)), indent=2))
@@ -164,7 +164,7 @@ def _run_bias(args) -> int:
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
-    from .prompts import CAPABILITIES, LEVELS
+    from ..autobench.prompts import CAPABILITIES, LEVELS
 
     p.add_argument("--capability", default="spatial",
                    help=f"one of {', '.join(CAPABILITIES)}, or your own text with --definition")

@@ -1,0 +1,7 @@
+"""``python -m lmms_genbench.cli``: the ``lmms-genbench`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,53 @@
+"""``lmms-genbench report``: one self-contained HTML page of one or more runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import EXIT_OK, EXIT_USAGE, labels_ok, positive, results_files
+
+
+def run(args: argparse.Namespace) -> int:
+    from lmms_genbench.analysis.report import write_report
+
+    prog = "lmms-genbench report"
+    args.results = results_files(prog, args.results, lambda f: True)
+    if args.results is None or not labels_ok(prog, args):
+        return EXIT_USAGE
+    result = write_report(args.results, args.out, args.label, thumb_px=args.thumb, page_size=args.page_size,
+                          title=args.title)
+    for error in result.errors:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+    for note in result.notes:
+        print(f"{prog}: {note}", file=sys.stderr)
+    if result.path is None:
+        print(f"{prog}: nothing written (no readable results file)", file=sys.stderr)
+        return EXIT_USAGE
+    print(result.path)
+    print(f"{prog}: {result.runs} run(s), {result.chains} chain(s), {result.images} image(s), "
+          f"{result.bytes / 1e6:.1f} MB in {result.seconds:.1f} s", file=sys.stderr)
+    return EXIT_USAGE if result.errors else EXIT_OK
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="one self-contained HTML page of one or more runs: scores, curves, tables, failed docs, chains",
+        description=(
+            "Write one HTML page (no network needed; images embedded as thumbnails) with the headline "
+            "scores and their intervals, S(t) / S_δ(g) curves, per-category tables, the failed docs and "
+            "a gallery of every chain, one column or card per run. Chains need lmms-eval's --log_samples."
+        ),
+    )
+    parser.add_argument("results", nargs="+", metavar="RESULTS",
+                        help="lmms-eval <date>_results.json files, one per model, or folders holding them")
+    parser.add_argument("-o", "--out", metavar="FILE", required=True, help="the HTML file to write")
+    parser.add_argument("--label", metavar="NAME", nargs="+", default=None,
+                        help="one label per results file, in order; default: model + model_args")
+    parser.add_argument("--title", default=None, help="the page's title")
+    parser.add_argument("--thumb", type=positive, default=128, metavar="PX",
+                        help="longest side of the gallery thumbnails in pixels (default 128)")
+    parser.add_argument("--page-size", type=positive, default=20, metavar="N",
+                        help="chains per gallery page (default 20; the page can change it)")
+    parser.set_defaults(func=run)
