@@ -62,6 +62,10 @@ def test_spec_from_generation_kwargs():
     [
         ({"iterations": 0}, "iterations must be >= 1"),
         ({"iterations": "three"}, "iterations must be an integer"),
+        # core.args.as_int's rules: a bool is not a count and 2.5 is not truncated to 2
+        ({"iterations": True}, "iterations must be an integer"),
+        ({"generations": 2.5}, "generations must be an integer"),
+        ({"seed": 3.7}, "seed must be an integer"),
         ({"direction": "sideways"}, "direction must be 'image_first' or 'text_first'"),
         ({"generate_prompt": "no placeholder"}, "must contain '{description}'"),
         ({"iterations": 1, "generations": 2}, "not both"),

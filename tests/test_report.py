@@ -292,3 +292,20 @@ def test_the_gallery_pages_and_filters_in_a_real_browser(tmp_path):
         shown = shown_gallery_images(page)
         assert problems == []
     assert all(i["width"] > 0 for i in first + shown)
+
+
+def test_the_report_file_gets_the_umask_permissions(tmp_path):
+    """atomic_write gives the file what open() would (0666 less the umask): no chmod after
+    the rename, which would reopen a window where the report is private."""
+    import os
+    import stat
+
+    from lmms_genbench.core.keys import atomic_write
+
+    old = os.umask(0o027)
+    try:
+        target = tmp_path / "r.html"
+        atomic_write(target, lambda fh: fh.write(b"x"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640

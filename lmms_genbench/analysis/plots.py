@@ -24,7 +24,14 @@ from typing import Any
 
 from ..metrics.functional.drift import MAPPINGS
 from ..metrics.functional.geneval import TAGS
-from .results import ResultsError, dedupe_labels, finite_or_none, label_from_config, read_results, task_metrics
+from .results import (
+    ResultsError,
+    dedupe_labels,
+    finite_or_none,
+    label_from_config,
+    read_results,
+    task_metrics,
+)
 
 __all__ = [
     "CURVES_FILENAME",

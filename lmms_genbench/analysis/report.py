@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import math
-import os
 import re
 import tempfile
 import time
@@ -309,14 +308,6 @@ def render(context: Mapping[str, Any]) -> str:
     return env.get_template(TEMPLATE).render(**context)
 
 
-def _readable(path: Path) -> None:
-    """The umask's usual permissions: atomic_write's temporary file is private (0600),
-    and a report is made to be shared."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
 def write_report(paths: Sequence[str | Path], out: str | Path, labels: Sequence[str] | None = None,
                  thumb_px: int = 128, page_size: int = 20, title: str | None = None) -> ReportResult:
     """Read the runs, render the page and write it atomically to ``out``.
@@ -347,8 +338,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path, labels: Sequence[
     context, result.notes = build_context(runs, None if labels is None else kept, thumb_px, page_size, title)
     blob = render(context).encode("utf-8")
     result.path = Path(out)
-    atomic_write(result.path, lambda fh: fh.write(blob))
-    _readable(result.path)
+    atomic_write(result.path, lambda fh: fh.write(blob))  # the umask's permissions: a report is shared
     result.bytes, result.runs = len(blob), len(runs)
     result.chains, result.images = len(context["cards"]), context["n_images"]
     result.seconds = time.perf_counter() - started

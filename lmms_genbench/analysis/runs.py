@@ -25,7 +25,7 @@ from ..engine.chain import Chain, NotAChainError
 from .results import (
     RESULTS_SUFFIX,
     ResultsError,
-    find_results,  # noqa: F401  (public here before analysis/results.py existed)
+    find_results,
     finite_or_none,
     label_from_config,
     read_results,

@@ -44,9 +44,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_genbench.analysis.results import ResultsError, finite_or_none, label_from_config, read_results, task_metrics
+from lmms_genbench.analysis.results import (
+    ResultsError,
+    finite_or_none,
+    label_from_config,
+    read_results,
+    task_metrics,
+)
 from lmms_genbench.core.keys import json_nulls, strict_json
-from lmms_genbench.metrics.functional.chef import DESIDERATA, desideratum_score, desideratum_stderr
+from lmms_genbench.metrics.functional.chef import (
+    DESIDERATA,
+    desideratum_score,
+    desideratum_stderr,
+)
 
 SOURCES = {
     "calibration": ("chef_calibration_", "ece"),

@@ -61,13 +61,13 @@ def with_device(args: dict, parameters: list[str], device: str) -> dict:
 
 def _run_build(args) -> int:
     from .. import host
+    from ..autobench.build import BuildError, build_benchmark
+    from ..autobench.examiner import build_examiner, parse_model_args
     from ..core.errors import load_failure
     from ..core.model_args import identity_args
     from ..core.registry import parameter_names
     from ..generators import build_generator
     from ..generators.registry import GENERATORS
-    from ..autobench.build import BuildError, build_benchmark
-    from ..autobench.examiner import build_examiner, parse_model_args
 
     try:
         config = _config(args)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from ..analysis.results import RESULTS_SUFFIX, ResultsError, read_results
 
-
 #: the one exit-code table of every command
 EXIT_OK = 0  # done
 EXIT_FAIL = 1  # the command ran and failed (network, data, runs that differ): one line on stderr

@@ -9,7 +9,12 @@ from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, load_runs, write_json
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.compare import CompareError, comparable_tasks, compare_runs, format_comparison
+    from ..analysis.compare import (
+        CompareError,
+        comparable_tasks,
+        compare_runs,
+        format_comparison,
+    )
 
     prog = "lmms-genbench compare"
     runs = load_runs(prog, [args.a, args.b])

@@ -31,7 +31,11 @@ def _run_sdp_resample(args: argparse.Namespace) -> int:
 def _run_sdp_fetch_geneval(args: argparse.Namespace) -> int:
     import httpx
 
-    from lmms_genbench.data.sdp import GENEVAL_URL, default_geneval_path, fetch_geneval_metadata
+    from lmms_genbench.data.sdp import (
+        GENEVAL_URL,
+        default_geneval_path,
+        fetch_geneval_metadata,
+    )
 
     try:
         target = fetch_geneval_metadata(args.out or default_geneval_path())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .args import ArgumentError, as_int
+
 # Settings that change where or how fast a model runs but not what it outputs;
 # they stay out of artifact keys so moving a run to another GPU reuses its work.
 # The second group is vLLM's (lmms-eval's vllm class passes them to vllm.LLM):
@@ -43,9 +45,8 @@ def split_prefixed(kwargs: dict[str, Any], prefixes: tuple[str, ...]) -> tuple[d
 
 
 def optional_int(name: str, value: Any) -> int | None:
-    if value is None or value == "" or value == "None":
-        return None
+    """``value`` as an int, None when unset; :func:`.args.as_int`'s rules (no bool, no 3.7)."""
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        return as_int(name, value, optional=True)
+    except ArgumentError:
         raise ValueError(f"model_args {name} must be an integer, got {value!r}") from None

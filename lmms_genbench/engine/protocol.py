@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.args import ArgumentError, as_int
 from ..core.keys import slug, stable_hash
 from .chain import Direction, Kind, hop_kind
 
@@ -159,9 +160,10 @@ class ChainSpec:
 
 
 def _int(name: str, value: Any) -> int:
+    # core.args.as_int's rules, as for model_args and the CLI: True and 3.7 are refused
     try:
-        return int(value)
-    except (TypeError, ValueError):
+        return as_int(name, value)
+    except ArgumentError:
         raise ValueError(f"generation_kwargs.{name} must be an integer, got {value!r}") from None
 
 
