@@ -84,8 +84,8 @@ VENDOR_SEEDS = ["lmms_genbench.tasks.mmeception.utils", "lmms_genbench.models.cy
                 "lmms_genbench.generators.smoke"]
 
 
-def test_contributing_lists_the_modules_a_vendored_mmeception_needs():
-    text = (TASKS.parent.parent / "CONTRIBUTING.md").read_text()
+def test_the_plugin_doc_lists_the_modules_a_vendored_mmeception_needs():
+    text = (TASKS.parent.parent / "docs" / "plugin.md").read_text()
     block = text.split("<!-- vendored-mmeception -->", 1)[1].split("```")[1]
     listed = set()
     for line in block.strip().splitlines():

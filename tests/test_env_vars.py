@@ -1,4 +1,4 @@
-"""Every environment variable the package reads is in README's one table, and every
+"""Every environment variable the package reads is in docs/environment.md's one table, and every
 row of the table is read somewhere: a new variable cannot stay undocumented."""
 
 import ast
@@ -8,7 +8,7 @@ from pathlib import Path
 # the checkout's files, not the installed copy (CI installs the package, not in editable mode)
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "lmms_genbench"
-README = ROOT / "README.md"
+ENV_DOC = ROOT / "docs" / "environment.md"
 # our own prefixes: any such string literal is a variable name (read through a constant)
 OURS = re.compile(r"(LMMS_GENBENCH|MMECEPTION|AUTOBENCH)_[A-Z0-9_]+")
 NAME = re.compile(r"[A-Z][A-Z0-9_]*")
@@ -65,15 +65,15 @@ def variables_read() -> dict[str, set[str]]:
 
 
 def documented() -> list[str]:
-    """The first column of the table under README's "## Environment variables"."""
-    section = README.read_text(encoding="utf-8").split("## Environment variables", 1)[1].split("\n## ", 1)[0]
+    """The first column of the table under docs/environment.md's "## Environment variables"."""
+    section = ENV_DOC.read_text(encoding="utf-8").split("## Environment variables", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, flags=re.MULTILINE)
 
 
 def test_every_variable_read_is_in_the_readme_table():
     read, table = variables_read(), documented()
     missing = {name: sorted(where) for name, where in read.items() if name not in table}
-    assert not missing, f"read but not in README's environment table: {missing}"
+    assert not missing, f"read but not in docs/environment.md's table: {missing}"
 
 
 def test_every_row_of_the_table_is_read_and_listed_once():
