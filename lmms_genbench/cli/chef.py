@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from .common import EXIT_OK, EXIT_USAGE, labels_ok, results_files, task_names
+from .common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    command,
+    labels_ok,
+    results_files,
+    say,
+    task_names,
+)
 
 
 def run_summary(args: argparse.Namespace) -> int:
@@ -18,10 +25,7 @@ def run_summary(args: argparse.Namespace) -> int:
     if not labels_ok(prog, args):
         return EXIT_USAGE
     written, errors, notes = write_summary(args.results, args.out, args.label)
-    for error in errors:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-    for note in notes:
-        print(f"{prog}: {note}", file=sys.stderr)
+    say(prog, errors, notes)
     for path in written:
         print(path)
     return EXIT_USAGE if errors or not written else EXIT_OK
@@ -30,8 +34,8 @@ def run_summary(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("chef", help="ChEF desiderata: summary scores and figures")
     sub = parser.add_subparsers(dest="chef_command", required=True, metavar="{summary}")
-    summary = sub.add_parser(
-        "summary",
+    summary = command(
+        sub, run_summary, "summary",
         help="0-100 desideratum scores and a radar/bar chart from chef_* results files",
         description=(
             "Read lmms-eval results files of chef_* tasks (one model each; files with the same "
@@ -47,4 +51,3 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--label", metavar="NAME", nargs="+", default=None,
         help="model label per results file, in order (same label = same model); default: model + model_args",
     )
-    summary.set_defaults(func=run_summary)

@@ -96,3 +96,19 @@ def load_runs(prog: str, paths: list[str]):
             print(f"{prog}: error: {exc}", file=sys.stderr)
             return None
     return runs
+
+
+def command(subparsers: argparse._SubParsersAction, run: Callable[[argparse.Namespace], int], name: str,
+            **kwargs) -> argparse.ArgumentParser:
+    """The parser of command (or action) ``name``, whose handler is ``run``."""
+    parser = subparsers.add_parser(name, **kwargs)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def say(prog: str, errors: Sequence[str] = (), notes: Sequence[str] = ()) -> None:
+    """One stderr line per error (``prog: error: ...``) and per note (``prog: ...``)."""
+    for error in errors:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+    for note in notes:
+        print(f"{prog}: {note}", file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, load_runs, write_json
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, command, load_runs, write_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "compare",
+    parser = command(
+        subparsers, run, "compare",
         help="B - A for each headline score of two runs on the same docs, with paired bootstrap intervals",
         description=(
             "Match the docs of two lmms-eval runs (run with --log_samples) by id and report, per "
@@ -52,4 +52,3 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--json", metavar="FILE", default=None, help="also write the comparison as JSON")
-    parser.set_defaults(func=run)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_USAGE, labels_ok, results_files
+from .common import EXIT_OK, EXIT_USAGE, command, labels_ok, results_files, say
 
 
 def _plottable(path: Path) -> bool:
@@ -28,10 +28,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     # unreadable files come back in report.errors, not as exceptions
     report = plot_results(args.results, out_dir=args.out, labels=args.label)
-    for error in report.errors:
-        print(f"lmms-genbench plot: error: {error}", file=sys.stderr)
-    for note in report.notes:
-        print(f"lmms-genbench plot: {note}", file=sys.stderr)
+    say("lmms-genbench plot", report.errors, report.notes)
     for path in report.written:
         print(path)  # stdout holds only the written paths, for scripts
     if not report.written:
@@ -40,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "plot",
+    parser = command(
+        subparsers, run, "plot",
         help="plot S_δ(g) drift curves and MGG heatmaps from lmms-eval results files",
         description=(
             "Plot S_δ(g) curves (one panel per mapping, one line per results file) and, "
@@ -63,4 +60,3 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="legend labels, one per results file in order; default: model + model_args "
         "from each file (keys naming a key/token/secret/password are dropped)",
     )
-    parser.set_defaults(func=run)

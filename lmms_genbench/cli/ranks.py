@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from ..analysis.results import find_results
-from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, load_runs, write_json
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, command, load_runs, write_json
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "ranks",
+    parser = command(
+        subparsers, run, "ranks",
         help="describer rankings under each generator/scorer and Kendall's tau between them",
         description=(
             "Given runs of several describers under two or more generators or scorers, rank the "
@@ -43,4 +43,3 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--task", required=True, help="the task to rank on, e.g. mmeception")
     parser.add_argument("--metric", required=True, help="the score to rank by, e.g. gc@3")
     parser.add_argument("--json", metavar="FILE", default=None, help="also write the rankings as JSON")
-    parser.set_defaults(func=run)

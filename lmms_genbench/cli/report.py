@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import EXIT_OK, EXIT_USAGE, labels_ok, positive, results_files
+from .common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    command,
+    labels_ok,
+    positive,
+    results_files,
+    say,
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -17,10 +25,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     result = write_report(args.results, args.out, args.label, thumb_px=args.thumb, page_size=args.page_size,
                           title=args.title)
-    for error in result.errors:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-    for note in result.notes:
-        print(f"{prog}: {note}", file=sys.stderr)
+    say(prog, result.errors, result.notes)
     if result.path is None:
         print(f"{prog}: nothing written (no readable results file)", file=sys.stderr)
         return EXIT_USAGE
@@ -31,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "report",
+    parser = command(
+        subparsers, run, "report",
         help="one self-contained HTML page of one or more runs: scores, curves, tables, failed docs, chains",
         description=(
             "Write one HTML page (no network needed; images embedded as thumbnails) with the headline "
@@ -50,4 +55,3 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="longest side of the gallery thumbnails in pixels (default 128)")
     parser.add_argument("--page-size", type=positive, default=20, metavar="N",
                         help="chains per gallery page (default 20; the page can change it)")
-    parser.set_defaults(func=run)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import ActionableError, describe
-from .common import EXIT_OK
+from .common import EXIT_OK, command
 
 
 def _run_sdp_resample(args: argparse.Namespace) -> int:
@@ -52,8 +52,8 @@ def _run_sdp_fetch_geneval(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sdp", help="data for the semantic drift tasks (sdp_nocaps, sdp_geneval)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    resample = actions.add_parser(
-        "resample",
+    resample = command(
+        actions, _run_sdp_resample, "resample",
         help="draw another Nocaps+Docci400-style pair list from DOCCI and NoCaps with a seed",
         description=(
             "Draw --per-source DOCCI (google/docci, config docci, test: example_id) and NoCaps "
@@ -66,9 +66,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     resample.add_argument("--seed", type=int, required=True, help="random seed (integer)")
     resample.add_argument("--per-source", type=int, default=200, help="pairs drawn from each source (default 200)")
     resample.add_argument("--out", required=True, metavar="FILE", help="output .jsonl")
-    resample.set_defaults(func=_run_sdp_resample)
-    fetch = actions.add_parser(
-        "fetch-geneval",
+    fetch = command(
+        actions, _run_sdp_fetch_geneval, "fetch-geneval",
         help="download GenEval's evaluation_metadata.jsonl (MIT) for sdp_geneval",
         description=(
             "Download prompts/evaluation_metadata.jsonl of djghosh13/geneval, check its 553 "
@@ -77,4 +76,3 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     fetch.add_argument("--out", default=None, metavar="FILE", help="target file (default: sdp_geneval's default path)")
-    fetch.set_defaults(func=_run_sdp_fetch_geneval)

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, command
 
 
 def _run_store_verify(args: argparse.Namespace) -> int:
@@ -40,8 +40,8 @@ def _run_store_verify(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("store", help="check the artifact store")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    verify = actions.add_parser(
-        "verify",
+    verify = command(
+        actions, _run_store_verify, "verify",
         help="report hops that are missing, truncated, undecodable, edited or drawn from another input",
         description=(
             "Verify every chain under FOLDER against its hops.jsonl records (each hop's sha256 and its "
@@ -52,4 +52,3 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     verify.add_argument("folder", metavar="FOLDER", help="the artifact store, or any folder inside it")
     verify.add_argument("--repair", action="store_true", help="quarantine refused hops (the next run recomputes them)")
-    verify.set_defaults(func=_run_store_verify)
