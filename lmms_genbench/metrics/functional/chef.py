@@ -210,8 +210,12 @@ def circular_accuracy_weighted(group_of: np.ndarray, right: np.ndarray, weights:
     sizes = np.bincount(group_of)
     all_right = np.ones(sizes.size, dtype=bool)
     np.logical_and.at(all_right, group_of, right)
-    per_answer = 1.0 / sizes[group_of]
-    return _ratio(weights @ (per_answer * all_right[group_of]), weights @ per_answer)
+    # each group's weight, summed per group before dividing: a row of ones gives exactly 1.0 a
+    # group, so the score itself is the plain share of right groups (no 1/3 + 1/3 + 1/3 drift)
+    group_w = np.zeros((weights.shape[0], sizes.size))
+    np.add.at(group_w, (slice(None), group_of), weights)
+    group_w /= sizes
+    return _ratio(group_w @ all_right, group_w.sum(axis=1))
 
 
 def _ratio(num, den):
