@@ -14,6 +14,7 @@ Usage::
     lmms-genbench compare RESULTS_A RESULTS_B [--task T] [--metric M ...] [--json FILE]
     lmms-genbench ranks RESULTS [RESULTS ...] --task T --metric M [--json FILE]
     lmms-genbench store verify FOLDER [--repair]
+    lmms-genbench store merge STORE [STORE ...] -o NEW_STORE
 
 RESULTS is an lmms-eval ``*_results.json`` file or a folder (an ``--output_path``):
 lmms-eval writes ``<output_path>/<model>/<date>_results.json``, and ``<model>`` is empty
@@ -237,8 +238,33 @@ def _run_store_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if args.repair or not bad else EXIT_FAIL
 
 
+def _run_store_merge(args: argparse.Namespace) -> int:
+    from lmms_genbench.engine.merge import MergeConflict, merge_stores
+
+    try:
+        report = merge_stores([Path(s).expanduser() for s in args.stores], Path(args.out).expanduser())
+    except ValueError as exc:
+        print(f"lmms-genbench store merge: error: {exc}. Fix: give artifact store folders to merge and a new "
+              "or empty folder as -o", file=sys.stderr)
+        return EXIT_USAGE
+    except MergeConflict as exc:
+        for conflict in exc.conflicts:
+            print(f"conflict: {conflict}")
+        print(f"lmms-genbench store merge: error: {len(exc.conflicts)} chain(s) or file(s) differ between the "
+              f"stores (first: {exc.conflicts[0]}); nothing was written. Fix: the stores were computed with "
+              "different models or settings under the same names; keep one store's chain (move the other's "
+              "folder away) or rerun that chain, then merge again", file=sys.stderr)
+        return EXIT_FAIL
+    for line in report.left_out:
+        print(f"left out (not verified): {line}")
+    print(f"{report.chains} chains, {report.hops} hops merged into {args.out} ({report.hops_shared} hops found "
+          f"in several stores, same hash), {report.files} other files, {report.runs_lines} runs.jsonl lines; "
+          f"{report.reports_left_out} scorer reports left out (a scoring run writes them)")
+    return EXIT_OK
+
+
 def _add_store(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("store", help="check the artifact store")
+    parser = subparsers.add_parser("store", help="check and merge artifact stores")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     verify = actions.add_parser(
         "verify",
@@ -253,6 +279,20 @@ def _add_store(subparsers: argparse._SubParsersAction) -> None:
     verify.add_argument("folder", metavar="FOLDER", help="the artifact store, or any folder inside it")
     verify.add_argument("--repair", action="store_true", help="quarantine refused hops (the next run recomputes them)")
     verify.set_defaults(func=_run_store_verify)
+    merge = actions.add_parser(
+        "merge",
+        help="merge stores of independent jobs (shard=i/n, per-node stores) by content hash",
+        description=(
+            "Merge the artifact stores STORE ... into the new folder NEW_STORE. Only verified hops are merged "
+            "(refused ones are listed and left out); a hop stored in several stores must have the same sha256, "
+            "or the merge names each conflicting chain, hop and both hashes, writes nothing and exits 1. "
+            "Run it when no job writes to the stores; then score with one run over NEW_STORE (it computes "
+            "nothing)."
+        ),
+    )
+    merge.add_argument("stores", nargs="+", metavar="STORE", help="artifact store folders (model_args artifacts=)")
+    merge.add_argument("-o", "--out", required=True, metavar="NEW_STORE", help="a new or empty folder")
+    merge.set_defaults(func=_run_store_merge)
 
 
 def _add_autobench(subparsers: argparse._SubParsersAction) -> None:
