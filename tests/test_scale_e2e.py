@@ -107,19 +107,19 @@ def test_sliced_jobs_merge_into_a_store_that_scores_exactly_like_a_single_run(tm
         part = _metrics(tmp_path / f"out{i}")
         assert part["n_scored"] == job["chains"] and part["n_failed"] == 9 - job["chains"]
         report = json.loads(next((tmp_path / f"job{i}").rglob("report.json")).read_text())
-        assert set(report["failure_reasons"]) <= {"shard failed at hop 0"}, report["failure_reasons"]
+        assert report["summary"]["failure_reasons"] == {"shard failed at hop 0": 9 - job["chains"]}
 
     merged = tmp_path / "merged"
     proc = subprocess.run([str(BIN / "lmms-genbench"), "store", "merge", str(tmp_path / "job0"), str(tmp_path / "job1"),
                            "-o", str(merged)], capture_output=True, text=True, env=offline_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert "9 chains, 54 hops merged" in proc.stdout and "left out" not in proc.stdout
+    assert "9 chains, 63 hops merged" in proc.stdout and "left out" not in proc.stdout
     assert _hops(merged) == _hops(single / "art")
 
     _lmms_eval(tmp_path, merged, tmp_path / "out_merged", log="score.log")
     score_run = _runs(merged)[-1]
-    assert score_run["hops_computed"] == 0 and score_run["hops_reused"] == 54 and "shard" not in score_run
+    assert score_run["hops_computed"] == 0 and score_run["hops_reused"] == 9 * 7 and "shard" not in score_run
     assert _metrics(tmp_path / "out_merged") == _metrics(single / "out")  # exactly
     verified = subprocess.run([str(BIN / "lmms-genbench"), "store", "verify", str(merged)],
                               capture_output=True, text=True, env=offline_env(tmp_path))
-    assert verified.returncode == 0 and "9 chains, 54 hops verified, 0 chains with refused hops" in verified.stdout
+    assert verified.returncode == 0 and "9 chains, 63 hops verified, 0 chains with refused hops" in verified.stdout

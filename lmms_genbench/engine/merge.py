@@ -102,7 +102,7 @@ def merge_stores(sources: list[Path], target: Path) -> MergeReport:
     chains: dict[str, dict[int, _Hop]] = {}
     owners: dict[tuple[str, int], str] = {}  # (chain, hop) -> the source that gave its hash
     files: dict[str, _Hop] = {}
-    runs: dict[str, list[str]] = {}
+    runs: dict[str, dict[str, None]] = {}
     conflicts: dict[str, Conflict] = {}  # first conflict per chain or file
 
     for src in sources:
@@ -132,9 +132,9 @@ def merge_stores(sources: list[Path], target: Path) -> MergeReport:
                     continue
                 rel = (here / name).relative_to(src).as_posix()
                 if name == RUNS:
-                    lines = runs.setdefault(rel, [])
-                    lines += [ln for ln in (here / name).read_text(encoding="utf-8").splitlines()
-                              if ln.strip() and ln not in lines]
+                    lines = runs.setdefault(rel, {})  # a dict: each line once, in order
+                    lines.update((ln, None) for ln in (here / name).read_text(encoding="utf-8").splitlines()
+                                 if ln.strip())
                     continue
                 if _is_report(name):
                     report.reports_left_out += 1
