@@ -33,6 +33,13 @@ def test_a_wrong_shard_argument_names_the_argument_the_form_and_the_value(value)
     assert "shard=<i>/<n>" in message
 
 
+def test_the_model_refuses_a_wrong_shard_before_it_loads_anything():
+    from lmms_genbench.models.cycle import CycleModel
+
+    with pytest.raises(ActionableError, match=r"model_args shard must be i/n .* got '2/2'"):
+        CycleModel(describer="no-such-model", generator="no-such-generator", shard="2/2")
+
+
 def test_every_chain_is_in_exactly_one_shard_whatever_the_order():
     keys = [f"doc-{i}" for i in range(300)]
     for n in (1, 2, 3, 7):
