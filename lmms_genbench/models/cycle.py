@@ -21,8 +21,10 @@ from __future__ import annotations
 import dataclasses
 import errno
 import functools
+import hashlib
 import json
 import os
+import re
 from collections import Counter
 from typing import Any
 
@@ -30,7 +32,7 @@ from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows at --verbosity INFO
 
 from .. import host
-from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
+from ..engine import ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
 from ..generators import GeneratorConfigError, build_generator, config_failure, generator_names
 from ..core.errors import ActionableError, from_exception, load_failure
 from ..core.model_args import optional_int, split_prefixed
@@ -88,7 +90,8 @@ def _smoke_unified_args() -> dict[str, Any]:
 
 
 #: top-level model_args of --model cycle (the roles' own take a prefix)
-TOP_LEVEL_ARGS = ("describer", "generator", "unified", "preset", "artifacts", "describer_batch", "stop_after_hop")
+TOP_LEVEL_ARGS = ("describer", "generator", "unified", "preset", "artifacts", "describer_batch", "stop_after_hop",
+                  "shard")
 
 
 def _arg_error(cause: str, fix: str) -> ActionableError:
@@ -105,6 +108,29 @@ def _int_arg(name: str, value: Any, minimum: int, fix: str, optional: bool = Fal
     if (number is None and not optional) or (number is not None and number < minimum):
         raise _arg_error(f"model_args {name} must be an integer >= {minimum}, got {value!r}", fix)
     return number
+
+
+def _shard_arg(value: Any) -> tuple[int, int] | None:
+    """``shard=i/n`` as ``(i, n)`` with ``0 <= i < n``; unset: None."""
+    if value is None or value == "":
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(value))
+    if not match or not int(match[1]) < int(match[2]):
+        raise _arg_error(
+            f"model_args shard must be i/n with integers 0 <= i < n (this job's share of n), got {value!r}",
+            "give shard=<i>/<n>, e.g. shard=0/4 ... shard=3/4 for a four-job array (SLURM: "
+            "shard=$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT), or leave it out to run every doc",
+        )
+    return int(match[1]), int(match[2])
+
+
+def in_shard(chain_key: str, shard: tuple[int, int] | None) -> bool:
+    """Whether a chain belongs to ``shard``: by a hash of its key (the doc's id, not its
+    position), so every job of an array, a resume and a later dataset order agree."""
+    if shard is None:
+        return True
+    digest = hashlib.sha256(chain_key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % shard[1] == shard[0]
 
 
 def _resolve_roles(preset, describer, generator, unified, describer_args, generator_args, unified_args):
@@ -323,12 +349,19 @@ class CycleModel(lmms):
             is given; on a machine without CUDA that describer also gets
             ``describer.gpu_memory_utilization=0.1`` unless given).
         stop_after_hop: compute no hop beyond this one in this run.
+        shard: ``i/n``: compute only the chains whose key hashes to share ``i`` of
+            ``n`` (independent jobs, e.g. a SLURM array, then one run without
+            ``shard`` that scores the whole store). The other docs are answered
+            as failed chains with stage ``shard`` and a reason saying so, never
+            as scores (docs/scale.md).
         batch_size, max_batch_size, device: passed by lmms-eval to every model;
             ignored here (set ``describer.batch_size``/``generator.batch_size``).
     """
 
     #: "smoke" when a smoke preset built the model: its chains are scored offline too
     scorer_preset: str | None = None
+    #: (i, n) of model_args shard=i/n: this job computes only its share of the chains
+    shard: tuple[int, int] | None = None
 
     def __init__(
         self,
@@ -339,6 +372,7 @@ class CycleModel(lmms):
         artifacts: str | None = None,
         describer_batch: int = 16,
         stop_after_hop: int | None = None,
+        shard: str | None = None,
         batch_size: Any = None,
         max_batch_size: Any = None,
         device: Any = None,
@@ -360,6 +394,7 @@ class CycleModel(lmms):
         stop_after_hop = _int_arg("stop_after_hop", stop_after_hop, 0,
                                   "give stop_after_hop=<the last hop this run computes, an integer >= 0>, or leave "
                                   "it out to finish every chain", optional=True)
+        self.shard = _shard_arg(shard)
         describer_args, generator_args, unified_args = grouped["describer"], grouped["generator"], grouped["unified"]
         describer, generator, unified, describer_args, generator_args, unified_args = _resolve_roles(
             preset, describer, generator, unified, describer_args, generator_args, unified_args
@@ -403,7 +438,7 @@ class CycleModel(lmms):
         return spec
 
     def generate_until(self, requests) -> list[str]:
-        jobs, tasks, namespaces, splits = [], [], {}, {}
+        jobs, tasks, namespaces, splits, skipped = [], [], {}, {}, {}
         for request in requests:
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
             field = (gen_kwargs or {}).get("direction_field")
@@ -421,6 +456,8 @@ class CycleModel(lmms):
             namespace = self.store.namespace(self.describer.name, self.generator.name, spec.protocol_id(task))
             namespaces[namespace] = (task, spec)
             location = self.store.chain(namespace, key)
+            if not in_shard(key, self.shard):
+                skipped[len(jobs)] = _outside_shard(key, spec, location, task, self.shard)
             load = (functools.partial(_doc_error, doc_error) if doc_error is not None
                     else functools.partial(_load_seed, spec, docs, doc_id, doc_to_visual))
             jobs.append(ChainJob(key, spec, location, load))
@@ -436,7 +473,7 @@ class CycleModel(lmms):
         # one engine run per direction, so describing and drawing can overlap in each
         by_index: dict[int, Any] = {}
         for direction in sorted({job.spec.direction for job in jobs}):
-            picked = [i for i, job in enumerate(jobs) if job.spec.direction == direction]
+            picked = [i for i, job in enumerate(jobs) if job.spec.direction == direction and i not in skipped]
             outcomes, stats = self.engine.run([jobs[i] for i in picked])
             by_index.update(zip(picked, outcomes))
             self.last_stats = stats
@@ -444,7 +481,7 @@ class CycleModel(lmms):
                 if spec.direction == direction:
                     mine = [o for o in outcomes if o.location.directory.parent == namespace]
                     self._record_run(namespace, task, mine, stats)
-        return [by_index[i].to_chain(tasks[i]).to_json() for i in range(len(jobs))]
+        return [skipped[i] if i in skipped else by_index[i].to_chain(tasks[i]).to_json() for i in range(len(jobs))]
 
     def _record_run(self, namespace, task: str, outcomes, stats) -> None:
         """One task's part of this run: a line in the store's ``runs.jsonl`` of its namespace and
@@ -464,6 +501,7 @@ class CycleModel(lmms):
             "failed": sum(reasons.values()),
             "failures": dict(reasons.most_common(5)),
             "run": stats.to_dict(),
+            **({"shard": "/".join(map(str, self.shard))} if self.shard else {}),
         }
         _write_or_explain(self.store.append_jsonl, namespace / "runs.jsonl", entry)
         top = "; ".join(f"{n}x {r}" for r, n in reasons.most_common(3))
@@ -478,6 +516,19 @@ class CycleModel(lmms):
 
     def generate_until_multi_round(self, requests):
         raise NotImplementedError("the cycle model does not support multi-round generation")
+
+
+def _outside_shard(key: str, spec: ChainSpec, location, task: str, shard: tuple[int, int]) -> str:
+    """The answer for a doc another job of the array computes: a failed chain of stage
+    ``shard`` that says so (counted apart by its reason, never a score)."""
+    i, n = shard
+    return Chain(
+        chain_id=key, direction=spec.direction, length=spec.hops, hops=0,
+        namespace=str(location.directory.parent), folder=location.directory.name, task=task,
+        failure=ChainFailure(0, "shard", f"not in this job's shard {i}/{n}: the job with the doc's shard computes "
+                             "it; score the task with one run without shard= over the whole store"),
+        scorer=spec.scorer,
+    ).to_json()
 
 
 def _reason(failure) -> str:
