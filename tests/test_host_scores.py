@@ -150,3 +150,23 @@ def test_autobench_samples_get_each_docs_correctness_as_score_and_aspect_as_clus
     assert [(s["score"], s["aspect"]) for s in out.logged_samples] == [(1.0, "spatial"), (0.0, "spatial")]
     assert out.sample_metrics[("acc", "none")] == [right["acc"], wrong["acc"]]  # items unchanged
     assert utils.aggregate(out.sample_metrics[("acc", "none")]) == 0.5
+
+
+def test_chef_samples_get_whether_the_unperturbed_variant_is_right_as_score():
+    import json
+
+    from lmms_genbench.chef import results as chef
+
+    def response(pred, gold=1):
+        return json.dumps({"desideratum": "robustness", "group": "q7", "variants": [
+            {"name": "clean", "pred": pred, "gold": gold, "n_options": 4, "confidence": None},
+            {"name": "noisy", "pred": 0, "gold": gold, "n_options": 4, "confidence": None}]})
+
+    right, wrong = chef.process_results({}, [response(1)]), chef.process_results({}, [response(2)])
+    failed = chef.process_results({}, [json.dumps({"error": "no image", "desideratum": "robustness"})])
+    out = SimpleNamespace(task_config={"score_key": "score", "cluster_key": "group"},
+                          logged_samples=[{"doc_id": i, **r} for i, r in enumerate((right, wrong, failed))],
+                          sample_metrics={("acc", "none"): [right["acc"], wrong["acc"]]})
+    assert host_scores.fill(out) == 2
+    assert [(s.get("score"), s.get("group")) for s in out.logged_samples] == [(1.0, "q7"), (0.0, "q7"), (None, None)]
+    assert chef.aggregate(out.sample_metrics[("acc", "none")]) == 0.5  # acc is the mean of the scores

@@ -108,8 +108,57 @@ def test_baseline_prints_a_paired_result_that_agrees_with_compare(paired, task):
     # percentile bootstrap vs t on 9 or 18 docs: the bootstrap is a little narrower (no t
     # quantile, divides by n not n - 1); the ends agree to a fraction of the width
     assert abs(boot["low"] - t_low) < 0.25 * width and abs(boot["high"] - t_high) < 0.25 * width
+    if task == "sdp_smoke":  # and ours, resampled within directions, is close to the t-interval too
+        assert abs(ours.low - t_low) < 0.25 * width and abs(ours.high - t_high) < 0.25 * width
     (paired / f"agreement_{task}.json").write_text(json.dumps({
         "t_test": {"diff": t_diff, "low": t_low, "high": t_high, "p": res["paired_pvalue"]},
         "bootstrap_mean": {k: boot[k] for k in ("diff", "low", "high", "p_value")},
         "compare_headline": ours.to_dict(),
     }, indent=2))
+
+
+def _wandb_offline_values(run_dir):
+    """History and summary values of an offline W&B run, read from its ``run-*.wandb`` log."""
+    from wandb.proto import wandb_internal_pb2 as pb
+    from wandb.sdk.internal import datastore
+
+    store = datastore.DataStore()
+    store.open_for_scan(glob.glob(str(Path(run_dir) / "run-*.wandb"))[0])
+    history, summary = {}, {}
+    while (data := store.scan_data()) is not None:
+        record = pb.Record()
+        record.ParseFromString(data)
+        kind = record.WhichOneof("record_type")
+        items = record.history.item if kind == "history" else record.summary.update if kind == "summary" else ()
+        for item in items:
+            (history if kind == "history" else summary)[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
+    return history, summary
+
+
+def test_wandb_offline_and_a_hub_push_carry_the_headline_scores(paired):
+    """A score-only rerun over A's store (every hop reused) with W&B offline and the hub
+    uploads redirected into a folder (tests/hub_push_stub.py)."""
+    import sys
+
+    tmp, hub, task = paired, paired / "hub", "mmeception_smoke"
+    stub = [sys.executable, str(Path(__file__).with_name("hub_push_stub.py")), str(hub)]
+    _eval(tmp, tmp / "artA", tmp / "outT", (task,), "--wandb_args", "project=genbench-test,name=smoke-a",
+          "--hf_hub_log_args", "hub_results_org=stub-org,push_results_to_hub=True,push_samples_to_hub=True",
+          log="trackers.log", prefix=stub, WANDB_MODE="offline", WANDB_DIR=str(tmp / "wb"), HF_TOKEN="stub-token")
+    log = (tmp / "trackers.log").read_text()
+    assert "Logging to Weights and Biases failed" not in log
+    ours = results_file(tmp / "outT")[1]["results"][task]
+    assert ours["gc@3,none"] == results_file(tmp / "outA")[1]["results"][task]["gc@3,none"]
+
+    runs = glob.glob(str(tmp / "wb" / "wandb" / "offline-run-*"))
+    assert len(runs) == 1, runs
+    history, summary = _wandb_offline_values(runs[0])
+    for name in ("gc@3", "gc@3_stderr", "gc@3_stderr_clt"):
+        assert summary[f"{task}/{name}"] == pytest.approx(ours[f"{name},none"]), name
+        assert history[f"{task}/{name}"] == pytest.approx(ours[f"{name},none"]), name
+
+    repo = hub / "stub-org" / "lmms-eval-results-private"
+    pushed = json.loads(next(repo.glob("**/*_results.json")).read_text())["results"][task]
+    assert pushed["gc@3,none"] == ours["gc@3,none"]
+    rows = [json.loads(x) for x in next(repo.glob(f"**/*_samples_{task}.jsonl")).read_text().splitlines()]
+    assert len(rows) == 9 and all(isinstance(r["score"], float) for r in rows)
