@@ -565,7 +565,6 @@ class ChainScorer:
             except Exception as exc:
                 raise self._scoring_failure(exc, resolved, task)
             self.add_intervals(report, resolved, boot)
-            self.remember_host_scores(records, report)
             self.write(records, report, resolved)
             if not report.get("n_scored"):
                 docs = len({(r.chain_id, r.folder) for r in records})
@@ -573,7 +572,9 @@ class ChainScorer:
                 _no_score(task, docs, report.get("failure_reasons") or {}, where)
             return report
 
-        return self._cache.get(key, compute)
+        report = self._cache.get(key, compute)
+        self.remember_host_scores(records, report)  # also on a cache hit: the last report read wins
+        return report
 
     def add_intervals(self, report: dict[str, Any], resolved: Any, boot: Mapping[str, Any]) -> None:
         """``report["estimators"]`` and ``report["intervals"]``: a bootstrap interval of each
