@@ -22,6 +22,9 @@ read what that hook registers, and it has no hook for tasks, so three small piec
    import. Editable installs (``pip install -e``) get no startup file: there
    ``lmms-eval tasks list`` needs ``--include-path``, evaluation runs need nothing.
 
+The entry point also installs :mod:`lmms_genbench.host_scores` (each cycle task's per-doc
+score in lmms-eval's logged samples, for ``--baseline``).
+
 Each piece is idempotent and degrades to doing nothing, with a warning, when the
 installed lmms-eval lacks what it touches; ``--include_path <TASKS_DIR>`` always works.
 """
@@ -53,6 +56,7 @@ def model_manifests():
 
     models = Registry(MODEL_TYPES, package=__package__)
     _install_quietly()
+    _install_host_scores_quietly()
     # Called while lmms_eval.models is being imported: the module is partly built, but
     # its static tables are defined above the registry that loads entry points.
     listed = getattr(importlib.import_module("lmms_eval.models"), "AVAILABLE_SIMPLE_MODELS", None)
@@ -109,6 +113,24 @@ def _install_quietly() -> None:
         warnings.warn(
             f"lmms-genbench could not add its tasks to lmms-eval ({why}); "
             f"pass --include_path {TASKS_DIR}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+
+def _install_host_scores_quietly() -> None:
+    """:func:`lmms_genbench.host_scores.install` (per-doc scores for ``--baseline``), any
+    failure a warning: without it our tasks' samples carry no ``score``, nothing else breaks."""
+    try:
+        from .host_scores import install
+
+        done, why = install(), "TaskOutput.calculate_aggregate_metric is missing"
+    except Exception as exc:  # noqa: BLE001 - an unknown lmms-eval version
+        done, why = False, f"{type(exc).__name__}: {exc}"
+    if not done:
+        warnings.warn(
+            f"lmms-genbench could not add per-doc scores to lmms-eval's samples ({why}); "
+            "--baseline skips its cycle tasks",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -116,7 +116,7 @@ def test_scores_through_lmms_eval_with_a_fixed_answer(built, tmp_path):
     """lmms-eval's dummy candidate always answers "The answer is [[a]]." (prose, lower case)."""
     out = tmp_path / "eval"
     proc = _run([str(BIN / "lmms-eval"), "--model", "dummy", "--model_args", "response=The answer is [[a]].",
-                 "--tasks", "autobench,autobench_posA,autobench_posD", "--output_path", str(out)],
+                 "--tasks", "autobench,autobench_posA,autobench_posD", "--output_path", str(out), "--log_samples"],
                 tmp_path, "lmms_eval.log", AUTOBENCH_DATASET=str(built))
     assert proc.returncode == 0, proc.stderr[-3000:]
     _, results = _results(out)
@@ -129,6 +129,11 @@ def test_scores_through_lmms_eval_with_a_fixed_answer(built, tmp_path):
         assert r[task]["n_unparsed,none"] == 0 and r[task]["pred_letters,none"] == {"A": 4, "B": 0, "C": 0, "D": 0}
     assert r["autobench_posA"]["acc_easy,none"] == r["autobench_posA"]["acc_hard,none"] == 1.0
     assert r["autobench_posA"]["breakdown,none"]["acc_aspect:Left and right"] == 1.0
+    # each logged sample's score (lmms-eval's --baseline pairs these) is its share of acc
+    for task in ("autobench", "autobench_posA", "autobench_posD"):
+        rows = [json.loads(x) for f in out.rglob(f"*_samples_{task}.jsonl") for x in f.read_text().splitlines()]
+        assert len(rows) == 4 and sum(x["score"] for x in rows) / 4 == r[task]["acc,none"], task
+        assert all(isinstance(x["aspect"], str) for x in rows)
 
 
 def test_examiner_bias_variant_answers_from_the_description(built, tmp_path):

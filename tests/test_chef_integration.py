@@ -61,6 +61,17 @@ def test_every_smoke_task_scores_every_doc(run):
         assert isinstance(r[task][f"{metric}_stderr,none"], float), (task, r[task][f"{metric}_stderr,none"])
 
 
+def test_each_sample_carries_its_score_for_lmms_evals_baseline(run):
+    """lmms-eval's --baseline pairs the logged samples' `score`: variant 0 right or not, whose
+    mean is the task's acc (POPE accuracy for hallucination)."""
+    results, samples = run
+    for task in SMOKE_TASKS:
+        m = _metrics(results, task)
+        scores = [s["score"] for s in samples[task]]
+        assert set(scores) <= {0.0, 1.0}, task
+        assert sum(scores) / len(scores) == pytest.approx(m["acc"] if "acc" in m else m["pope_accuracy"]), task
+
+
 def test_calibration_reports_both_eces_and_reliability_bins(run):
     results, samples = run
     m = _metrics(results, "chef_calibration_smoke")

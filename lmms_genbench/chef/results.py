@@ -144,6 +144,9 @@ def process_results(doc, results):
     if rec["failed"] and rec.get("desideratum") is None:
         # no variant names to go by: feed only the counters (n_failed counts it)
         return {name: (name, rec) for name in _COUNTS}
+    if not rec["failed"]:
+        # the doc's share of acc (variant 0 correct), for lmms-eval's --baseline (lmms_genbench.host_scores)
+        rec["score"] = _correct([rec], 0)[0]
     return {name: (name, rec) for name in metric_names(rec, rec.get("variant_names"))}
 
 

@@ -74,10 +74,12 @@ __all__ = [
     "MAX_FAILED_LISTED",
     "ChainRecord",
     "ChainScorer",
+    "HOST_SCORES",
     "MetricItem",
     "ReportCache",
     "macro_mean",
     "bar_blocks",
+    "host_key",
     "parallel_blocks",
     "prefetched_blocks",
     "scoring_workers",
@@ -106,6 +108,10 @@ BOOTSTRAP_DEFAULTS = {"resamples": 1000, "seed": 0, "level": 0.95}
 TABLE_KEYS = ("doc_scores", "estimators", "intervals", "bootstrap")
 #: why a report value is null, unless the scorer knows better (``null_reason``)
 NO_DATA = "not a number: no scored doc contributes to it"
+#: each scored chain's own score, for lmms-eval's per-sample statistics (``--baseline``,
+#: clustered standard errors; :mod:`lmms_genbench.host_scores` writes them into the logged
+#: samples): :func:`host_key` -> (score, cluster or None, the headline metric it makes up)
+HOST_SCORES: dict[tuple, tuple[float, str | None, str]] = {}
 
 
 # --------------------------------------------------------------------------- records
@@ -178,6 +184,11 @@ class MetricItem:
 
     def __repr__(self) -> str:
         return f"MetricItem({self.metric!r}, {self.record.chain_id!r}: {self.record.status})"
+
+
+def host_key(record: ChainRecord) -> tuple:
+    """What :data:`HOST_SCORES` knows a record by: its chain, length and scorer settings."""
+    return (record.namespace, record.folder, record.length, record.settings)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -426,6 +437,19 @@ class ChainScorer:
         """Why the report value at JSON ``pointer`` is not a number (written as null)."""
         return NO_DATA
 
+    def host_scores(self, report: Mapping[str, Any]) -> tuple[str, dict[str, tuple[float, str | None]]]:
+        """The headline metric made of per-doc scores and, per scored chain id, its score
+        and cluster, read from ``report["doc_scores"]`` (lmms-eval's per-sample ``score``)."""
+        return "", {}
+
+    def remember_host_scores(self, records: Sequence[ChainRecord], report: Mapping[str, Any]) -> None:
+        """Put each scored record's :meth:`host_scores` entry into :data:`HOST_SCORES`."""
+        metric, scores = self.host_scores(report)
+        for rec in records:
+            if rec.chain_id in scores:
+                score, cluster = scores[rec.chain_id]
+                HOST_SCORES[host_key(rec)] = (float(score), cluster, metric)
+
     def prepare(self, record: ChainRecord, length: int) -> Any:
         """What scoring reads of the chain, or why it cannot be scored (a ``str``)."""
         return record if record.ok else record.reason or "failed"
@@ -548,7 +572,9 @@ class ChainScorer:
                 _no_score(task, docs, report.get("failure_reasons") or {}, where)
             return report
 
-        return self._cache.get(key, compute)
+        report = self._cache.get(key, compute)
+        self.remember_host_scores(records, report)  # also on a cache hit: the last report read wins
+        return report
 
     def add_intervals(self, report: dict[str, Any], resolved: Any, boot: Mapping[str, Any]) -> None:
         """``report["estimators"]`` and ``report["intervals"]``: a bootstrap interval of each

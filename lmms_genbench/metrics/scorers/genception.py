@@ -283,6 +283,13 @@ class GenCeptionScorer(ChainScorer):
         specs.update({f"gc@{T}_{c}": _macro("gc", [c]) for c in scored})
         return specs
 
+    def host_scores(self, report: Mapping[str, Any]) -> tuple[str, dict[str, tuple[float, str | None]]]:
+        """Each image's GC@T (its weighted s@t), clustered by its category."""
+        table = report.get("doc_scores") or {}
+        cols = table.get("columns") or {}
+        rows = zip(table.get("chain_ids") or (), cols.get("gc") or (), cols.get("category") or ())
+        return f"gc@{report['iterations']}", {c: (gc, cat) for c, gc, cat in rows if gc is not None}
+
     def no_intervals(self, report: Mapping[str, Any], settings: GenCeptionSettings) -> dict[str, str]:
         T = int(report["iterations"])
         fid = [k for k in report if k == f"gc_fid@{T}" or (k.startswith((f"gc_fid@{T}_", "fid@"))

@@ -265,6 +265,20 @@ class MCDScorer(ChainScorer):
     def estimators(self, report: Mapping[str, Any], settings: DriftSettings) -> dict[str, dict[str, Any]]:
         return _estimators(report)
 
+    def host_scores(self, report: Mapping[str, Any]) -> tuple[str, dict[str, tuple[float, str | None]]]:
+        """Each chain's MCD: the mean of its own two mappings' MCD, clustered by its source.
+        Their mean over chains is MCD_avg when both directions have as many chains."""
+        table = report.get("doc_scores") or {}
+        cols = table.get("columns") or {}
+        mappings = [cols[f"mcd_{m}"] for m in MAPPINGS if f"mcd_{m}" in cols]
+        ids = table.get("chain_ids") or []
+        clusters, out = cols.get("source") or [None] * len(ids), {}
+        for i, chain_id in enumerate(ids):
+            values = [col[i] for col in mappings if col[i] is not None]
+            if values:
+                out[chain_id] = (sum(values) / len(values), clusters[i])
+        return "mcd_avg", out
+
     def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
         """``mcd_report.json``: the summary, and every source's table."""
         sources = source_table(report)

@@ -254,6 +254,19 @@ class MGGScorer(ChainScorer):
         return report
 
 
+    def host_scores(self, report: Mapping[str, Any]) -> tuple[str, dict[str, tuple[float, str | None]]]:
+        """Each prompt's pass rate over the scored generations, clustered by its GenEval tag."""
+        table = report.get("doc_scores") or {}
+        cols = table.get("columns") or {}
+        passes = [cols[f"correct@{g}"] for g in report.get("scored_generations") or () if f"correct@{g}" in cols]
+        ids = table.get("chain_ids") or []
+        clusters, out = cols.get("tag") or [None] * len(ids), {}
+        for i, chain_id in enumerate(ids):
+            values = [col[i] for col in passes if col[i] is not None]
+            if values:
+                out[chain_id] = (sum(values) / len(values), clusters[i])
+        return "mgg", out
+
     def estimators(self, report: Mapping[str, Any], settings: MGGSettings) -> dict[str, dict[str, Any]]:
         """GenEval per generation (the mean over tags of each tag's accuracy), MGG (their mean
         over generations), the same per tag; prompts resampled within tags."""
