@@ -8,7 +8,9 @@ queue is bounded: a producer that outruns the disk waits instead of holding
 every image in memory.
 
 After each hop's file the writer appends its record to the chain's ``hops.jsonl``: the file's
-sha256 and the sha256 of the hop it was computed from, as stored (:mod:`.verify`).
+sha256 (of the bytes it wrote, not read back) and the sha256 of the hop it was computed from,
+as stored (:mod:`.verify`). Each image it stores is also held in memory under that hash
+(:mod:`.held`), so a scorer in the same process decodes no file the engine drew.
 
 When a write fails the writer keeps nothing more: it discards what is queued
 (producers never block on a dead writer) and :meth:`StoreWriter.check` raises
@@ -18,12 +20,14 @@ the failure stay as they are, and a rerun resumes from them.
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import threading
 from typing import Any
 
 from ..core.errors import ActionableError, describe
-from .store import ChainLocation
+from . import held
+from .store import ChainLocation, encode_png
 from .verify import append_record, sha256_file
 
 __all__ = ["StoreWriteError", "StoreWriter"]
@@ -106,19 +110,23 @@ class StoreWriter:
                 continue  # drained, not written: the run stops at the next check
             location, hop, kind, payload = item
             try:
+                # the hash is of the bytes in hand: the file is not read back to compute it
                 if kind == "image":
-                    path = location.write_image(hop, payload)
+                    blob = encode_png(payload)
+                    sha = hashlib.sha256(blob).hexdigest()
+                    location.write_image(hop, blob)
+                    held.hold(sha, payload)  # a scorer in this process reads it from memory
                 else:
-                    path = location.write_text(hop, payload)
-                self._record(location, hop, kind, path)
+                    location.write_text(hop, payload)
+                    sha = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+                self._record(location, hop, kind, sha)
                 self.written += 1
             except BaseException as exc:  # any failure stops the writes, reported on the producer's side
                 self._error = StoreWriteError(str(location.path(hop, kind)), exc)
                 self._error.__cause__ = exc
 
-    def _record(self, location: ChainLocation, hop: int, kind: str, path) -> None:
+    def _record(self, location: ChainLocation, hop: int, kind: str, sha: str) -> None:
         """Append hop ``hop``'s record: its hash and its input's, as stored."""
-        sha = sha256_file(path)
         directory = location.directory
         last = self._last.get(directory)
         if hop == 0:
