@@ -12,7 +12,17 @@ from lmms_genbench.engine.store import encode_png
 from lmms_genbench.metrics.scorers.genception import GenCeptionScorer
 
 from .test_cycle_model import _model, _request
-from .test_reports import offline  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """GenCeption scored with a mean-colour encoder, FID off."""
+    import lmms_genbench.metrics.networks.encoders as encoders
+
+    from .test_mmeception import MeanColourEncoder
+
+    monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
+    monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
 
 
 @pytest.fixture
@@ -48,7 +58,7 @@ def _draw_and_score(tmp_path, n=4):
     return score
 
 
-def test_scoring_after_drawing_decodes_no_stored_image(tmp_path, opens, offline):  # noqa: F811
+def test_scoring_after_drawing_decodes_no_stored_image(tmp_path, opens, offline):
     score = _draw_and_score(tmp_path)
     opens.clear()
     from_memory = score()

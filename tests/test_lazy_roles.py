@@ -10,13 +10,11 @@ from PIL import Image
 from lmms_genbench.core.errors import ActionableError
 from lmms_genbench.generators import build_generator, plan_generator
 from lmms_genbench.generators.registry import GENERATORS
-from lmms_genbench.metrics.scorers.base import MetricItem
 from lmms_genbench.metrics.scorers.genception import GenCeptionScorer
 from lmms_genbench.models.cycle import CycleModel
 
 from .fakes import FakeGenerator
 from .test_cycle_model import _request
-from .test_reports import offline  # noqa: F401  (fixture)
 
 BUILT: list[str] = []
 
@@ -56,6 +54,17 @@ class CountingVlm:
 
 
 @pytest.fixture
+def offline(monkeypatch):
+    """GenCeption scored with a mean-colour encoder, FID off."""
+    import lmms_genbench.metrics.networks.encoders as encoders
+
+    from .test_mmeception import MeanColourEncoder
+
+    monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
+    monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
+
+
+@pytest.fixture
 def counting(monkeypatch):
     import lmms_eval.models
 
@@ -79,7 +88,7 @@ def _run(tmp_path, **args):
     return model, answers, scorer.aggregate([item["gc@2"] for item in items])
 
 
-def test_a_rerun_over_a_complete_store_loads_neither_role_and_scores_the_same(tmp_path, counting, offline):  # noqa: F811
+def test_a_rerun_over_a_complete_store_loads_neither_role_and_scores_the_same(tmp_path, counting, offline):
     model, answers, score = _run(tmp_path)
     assert counting == ["describer", "generator"] or counting == ["generator", "describer"]
     assert model.last_stats.hops_computed == 5 * 4
@@ -90,7 +99,7 @@ def test_a_rerun_over_a_complete_store_loads_neither_role_and_scores_the_same(tm
     assert answers_again == answers and score_again == score and json.loads(answers[0])["hops"] == 5
 
 
-def test_a_rerun_with_one_hop_missing_loads_only_what_it_needs(tmp_path, counting, offline):  # noqa: F811
+def test_a_rerun_with_one_hop_missing_loads_only_what_it_needs(tmp_path, counting, offline):
     _run(tmp_path)
     folder = next(p for p in (tmp_path / "art").rglob("c3*") if p.is_dir())
     (folder / "004.png").unlink()  # the last drawing: the generator's work only

@@ -1,5 +1,5 @@
-"""A background writer for the artifact store: PNG encoding, fsync and rename off
-the describer's and the generator's threads.
+"""A background writer for the artifact store: PNG encoding (on a small pool), fsync and
+rename off the describer's and the generator's threads.
 
 Writes are done in the order they were queued, by one thread, each atomically
 (:meth:`ChainLocation.write_image` / ``write_text``), so a chain's hops reach the
@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..core.errors import ActionableError, describe
@@ -32,8 +33,17 @@ from .verify import append_record, sha256_file
 
 __all__ = ["StoreWriteError", "StoreWriter"]
 
+#: threads that PNG-encode and hash images (zlib and sha256 release the GIL): the last
+#: batch's images are encoded side by side instead of one after another behind the writer
+ENCODERS = 2
+
 _STOP = object()
 _CALL = object()
+
+
+def _encode(image: Any) -> tuple[bytes, str]:
+    blob = encode_png(image)
+    return blob, hashlib.sha256(blob).hexdigest()
 
 
 class StoreWriteError(ActionableError):
@@ -62,6 +72,7 @@ class StoreWriter:
         self.written = 0
         self._last: dict = {}  # chain folder -> (hop, sha256) of the last hop written there
         self._thread = threading.Thread(target=self._serve, name="genbench-store-writer", daemon=True)
+        self._encoders = ThreadPoolExecutor(max_workers=ENCODERS, thread_name_prefix="genbench-encode")
 
     def __enter__(self) -> "StoreWriter":
         self._thread.start()
@@ -80,6 +91,8 @@ class StoreWriter:
 
     def _put(self, location: ChainLocation, hop: int, kind: str, payload: Any) -> None:
         self.check()
+        if kind == "image":  # encoded on the pool at once; stored in order by the writer thread
+            payload = (payload, self._encoders.submit(_encode, payload))
         self._queue.put((location, hop, kind, payload))
 
     def after(self, fn) -> None:
@@ -97,6 +110,7 @@ class StoreWriter:
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join()
+        self._encoders.shutdown(wait=True)
 
     def _serve(self) -> None:
         while True:
@@ -112,10 +126,10 @@ class StoreWriter:
             try:
                 # the hash is of the bytes in hand: the file is not read back to compute it
                 if kind == "image":
-                    blob = encode_png(payload)
-                    sha = hashlib.sha256(blob).hexdigest()
+                    image, encoded = payload
+                    blob, sha = encoded.result()
                     location.write_image(hop, blob)
-                    held.hold(sha, payload)  # a scorer in this process reads it from memory
+                    held.hold(sha, image)  # a scorer in this process reads it from memory
                 else:
                     location.write_text(hop, payload)
                     sha = hashlib.sha256(payload.encode("utf-8")).hexdigest()
