@@ -85,19 +85,28 @@ def build_model(name: str, args: Mapping[str, Any], role: str = "model", prefix:
             one line names the weights argument and what to give instead.
     """
     _check_model(name, args)
-    from lmms_eval.models import get_model  # heavy: only when a model is built
+    cls = model_class(name, role)
+    try:
+        return cls(**args)
+    except Exception as exc:
+        raise load_failure(exc, role, name, args, prefix, otherwise)
+
+
+def model_class(name: str, role: str = "model"):
+    """The registered lmms-eval class ``name``: its module imported, no model built.
+
+    Raises:
+        ActionableError: no model is registered as ``name`` (one line with the fix).
+    """
+    from lmms_eval.models import get_model  # heavy: only when a model is named
 
     try:
-        cls = get_model(name)
+        return get_model(name)
     except Exception as exc:
         raise from_exception(
             exc, f"the {role} {name!r} is not a registered lmms-eval model",
             "name one that `lmms-eval models` lists (llava_hf, qwen2_5_vl, openai, ...)",
         )
-    try:
-        return cls(**args)
-    except Exception as exc:
-        raise load_failure(exc, role, name, args, prefix, otherwise)
 
 
 def model_parameters(name: str) -> list[str]:

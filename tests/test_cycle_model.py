@@ -112,13 +112,14 @@ def _vllm_cycle(monkeypatch, tmp_path, **args):
 
 def test_vllm_describer_defaults_batch_and_length_and_resumes_after_machine_settings_change(tmp_path, monkeypatch):
     model = _vllm_cycle(monkeypatch, tmp_path)
-    # batches from describer_batch, a memory fraction a CPU can give
-    assert FakeVllm.built == [{"model": "some/vlm", "batch_size": 4, "gpu_memory_utilization": 0.1}]
+    assert FakeVllm.built == []  # the engine starts at the first description, not before
     images = [Image.new("RGB", (8, 8), (i, 20, 30)) for i in range(6)]
     model.task_dict = {"sdp": {"test": [{"chain_id": f"c{i}", "image": im} for i, im in enumerate(images)]}}
     gen_kwargs = {"iterations": 2, "generate_prompt": "{description}", "max_new_tokens": 24, "temperature": 0}
     chains = [Chain.from_json(r) for r in model.generate_until([_request(i, dict(gen_kwargs)) for i in range(6)])]
     assert all(c.status == "ok" for c in chains)
+    # batches from describer_batch, a memory fraction a CPU can give
+    assert FakeVllm.built == [{"model": "some/vlm", "batch_size": 4, "gpu_memory_utilization": 0.1}]
     # the task's length, not the class's 4096 floor, in batches of describer_batch
     assert {len(c.path(h).read_text().split()) for c in chains for h in (1, 3)} == {24}
     assert model.describer.lm.calls == [4, 2, 4, 2]
@@ -128,13 +129,15 @@ def test_vllm_describer_defaults_batch_and_length_and_resumes_after_machine_sett
     again = _vllm_cycle(monkeypatch, tmp_path, **{"describer.gpu_memory_utilization": 0.5,
                                                   "describer.tensor_parallel_size": 2,
                                                   "describer.max_num_seqs": 8, "describer.batch_size": 6})
-    assert FakeVllm.built[0]["gpu_memory_utilization"] == 0.5 and FakeVllm.built[0]["batch_size"] == 6
     assert again.describer.name == model.describer.name
     again.task_dict = model.task_dict
     resumed = [Chain.from_json(r) for r in again.generate_until([_request(i, dict(gen_kwargs)) for i in range(6)])]
     assert [c.namespace for c in resumed] == [c.namespace for c in chains]
     stats = again.last_stats
-    assert stats.describe_calls == stats.generate_calls == 0 and again.describer.lm.calls == []
+    assert stats.describe_calls == stats.generate_calls == 0
+    assert FakeVllm.built == [] and again.describer.loaded is None  # every hop stored: no engine started
+    assert again.describer.lm.calls == []  # loads it now
+    assert FakeVllm.built[0]["gpu_memory_utilization"] == 0.5 and FakeVllm.built[0]["batch_size"] == 6
     # every stored hop of the first run (seed, two descriptions, two drawings per chain) reused
     assert stats.hops_reused == computed.seeds_stored + computed.describe_items + computed.generate_items == 6 * 5
 
@@ -144,7 +147,7 @@ def test_vllm_defaults_leave_gpus_and_other_describers_alone(tmp_path, monkeypat
 
     _vllm_cycle(monkeypatch, tmp_path)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})
+    CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"}).describer.load()
     # the class's own memory fraction on a GPU; describer_batch's default
     assert FakeVllm.built[-1] == {"model": "m", "batch_size": 16, "gpu_memory_utilization": 0.8}
 
@@ -162,9 +165,12 @@ def test_a_vllm_start_failure_names_the_memory_setting(tmp_path, monkeypatch):
     monkeypatch.setattr(lmms_eval.models, "get_model", lambda name, *a, **k: Failing)
     from lmms_genbench.core.errors import ActionableError
 
+    model = CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})
+    model.task_dict = {"sdp": {"test": [{"chain_id": "c0", "image": Image.new("RGB", (8, 8), (1, 2, 3))}]}}
+    # the engine starts at the first description: its failure is the same one line there
     with pytest.raises(ActionableError, match=r"RuntimeError: Engine core initialization failed.*"
                                               r"describer.gpu_memory_utilization \(here 0.1\)"):
-        CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})
+        model.generate_until([_request(0, {"iterations": 1, "generate_prompt": "{description}"})])
 
 
 # -- docs are read when their wave runs ------------------------------------------------

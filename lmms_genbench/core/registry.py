@@ -105,6 +105,18 @@ class Registry:
                 takes, or the class rejects a value (its message gets
                 ``context`` and ``prefix`` in front).
         """
+        return self.call(name, lambda cls, **checked: cls(**checked), **kwargs)
+
+    def call(self, name: str, fn: Any, **kwargs: Any) -> Any:
+        """``fn(cls, **kwargs)`` for the class registered as ``name``, with ``kwargs`` checked
+        against its constructor first (what :meth:`build` does with ``fn`` the constructor;
+        a planner that checks without building passes its own).
+
+        Raises:
+            ArgumentError: ``name`` is unknown, an argument is not one the class
+                takes, or the class rejects a value (its message gets
+                ``context`` and ``prefix`` in front).
+        """
         key = self.canonical(name)
         cls = self.load(key)
         allowed = parameter_names(cls)
@@ -117,6 +129,6 @@ class Registry:
                 f"allowed: {', '.join(self.prefix + a for a in allowed)}"
             )
         try:
-            return cls(**kwargs)
+            return fn(cls, **kwargs)
         except ArgumentError as exc:
             raise ArgumentError(f"{context}: {self.prefix}{exc}") from None

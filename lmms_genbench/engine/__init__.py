@@ -2,7 +2,7 @@
 
 from .chain import Chain, ChainFailure, NotAChainError
 from .cycle import ChainJob, ChainOutcome, CycleEngine, RunStats, generation_seed
-from .describer import Describer, LmmsDescriber
+from .describer import Describer, LazyDescriber, LmmsDescriber
 from .images import BadImageError, normalize_image
 from .protocol import ChainSpec, GENCEPTION_GENERATE_PROMPT
 from .store import ArtifactStore, ChainLocation
@@ -19,6 +19,7 @@ __all__ = [
     "CycleEngine",
     "Describer",
     "GENCEPTION_GENERATE_PROMPT",
+    "LazyDescriber",
     "LmmsDescriber",
     "NotAChainError",
     "RunStats",

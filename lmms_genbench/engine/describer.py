@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+import threading
+from typing import Any, Callable, Protocol, Sequence
 
 from PIL import Image
 
@@ -44,3 +45,29 @@ class LmmsDescriber:
             # isolate the bad input instead of failing the whole batch
             return [r for img in images for r in self.describe([img], prompt, gen_kwargs)]
         return [t if isinstance(t, str) else GenerationFailure(f"describer returned {type(t).__name__}") for t in texts]
+
+
+class LazyDescriber:
+    """A describer built by ``build()`` on its first :meth:`describe` call (thread-safe), so a
+    run whose every hop is stored never loads the model (a vLLM engine takes tens of seconds
+    to start). ``name`` keys the store and is known without the model."""
+
+    def __init__(self, name: str, build: Callable[[], Any]) -> None:
+        self.name = name
+        self._build = build
+        self._lock = threading.Lock()
+        self.loaded: Any = None
+
+    def load(self):
+        with self._lock:
+            if self.loaded is None:
+                self.loaded = self._build()
+            return self.loaded
+
+    @property
+    def lm(self):
+        """The lmms-eval model instance, loaded if it was not yet."""
+        return self.load().lm
+
+    def describe(self, images, prompt, gen_kwargs):
+        return self.load().describe(images, prompt, gen_kwargs)

@@ -1,5 +1,5 @@
-"""A background writer for the artifact store: PNG encoding, fsync and rename off
-the describer's and the generator's threads.
+"""A background writer for the artifact store: PNG encoding (on a small pool), fsync and
+rename off the describer's and the generator's threads.
 
 Writes are done in the order they were queued, by one thread, each atomically
 (:meth:`ChainLocation.write_image` / ``write_text``), so a chain's hops reach the
@@ -8,7 +8,9 @@ queue is bounded: a producer that outruns the disk waits instead of holding
 every image in memory.
 
 After each hop's file the writer appends its record to the chain's ``hops.jsonl``: the file's
-sha256 and the sha256 of the hop it was computed from, as stored (:mod:`.verify`).
+sha256 (of the bytes it wrote, not read back) and the sha256 of the hop it was computed from,
+as stored (:mod:`.verify`). Each image it stores is also held in memory under that hash
+(:mod:`.held`), so a scorer in the same process decodes no file the engine drew.
 
 When a write fails the writer keeps nothing more: it discards what is queued
 (producers never block on a dead writer) and :meth:`StoreWriter.check` raises
@@ -18,18 +20,30 @@ the failure stay as they are, and a rerun resumes from them.
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..core.errors import ActionableError, describe
-from .store import ChainLocation
+from . import held
+from .store import ChainLocation, encode_png
 from .verify import append_record, sha256_file
 
 __all__ = ["StoreWriteError", "StoreWriter"]
 
+#: threads that PNG-encode and hash images (zlib and sha256 release the GIL): the last
+#: batch's images are encoded side by side instead of one after another behind the writer
+ENCODERS = 2
+
 _STOP = object()
 _CALL = object()
+
+
+def _encode(image: Any) -> tuple[bytes, str]:
+    blob = encode_png(image)
+    return blob, hashlib.sha256(blob).hexdigest()
 
 
 class StoreWriteError(ActionableError):
@@ -58,6 +72,7 @@ class StoreWriter:
         self.written = 0
         self._last: dict = {}  # chain folder -> (hop, sha256) of the last hop written there
         self._thread = threading.Thread(target=self._serve, name="genbench-store-writer", daemon=True)
+        self._encoders = ThreadPoolExecutor(max_workers=ENCODERS, thread_name_prefix="genbench-encode")
 
     def __enter__(self) -> "StoreWriter":
         self._thread.start()
@@ -76,6 +91,8 @@ class StoreWriter:
 
     def _put(self, location: ChainLocation, hop: int, kind: str, payload: Any) -> None:
         self.check()
+        if kind == "image":  # encoded on the pool at once; stored in order by the writer thread
+            payload = (payload, self._encoders.submit(_encode, payload))
         self._queue.put((location, hop, kind, payload))
 
     def after(self, fn) -> None:
@@ -93,6 +110,7 @@ class StoreWriter:
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join()
+        self._encoders.shutdown(wait=True)
 
     def _serve(self) -> None:
         while True:
@@ -106,19 +124,23 @@ class StoreWriter:
                 continue  # drained, not written: the run stops at the next check
             location, hop, kind, payload = item
             try:
+                # the hash is of the bytes in hand: the file is not read back to compute it
                 if kind == "image":
-                    path = location.write_image(hop, payload)
+                    image, encoded = payload
+                    blob, sha = encoded.result()
+                    location.write_image(hop, blob)
+                    held.hold(sha, image)  # a scorer in this process reads it from memory
                 else:
-                    path = location.write_text(hop, payload)
-                self._record(location, hop, kind, path)
+                    location.write_text(hop, payload)
+                    sha = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+                self._record(location, hop, kind, sha)
                 self.written += 1
             except BaseException as exc:  # any failure stops the writes, reported on the producer's side
                 self._error = StoreWriteError(str(location.path(hop, kind)), exc)
                 self._error.__cause__ = exc
 
-    def _record(self, location: ChainLocation, hop: int, kind: str, path) -> None:
+    def _record(self, location: ChainLocation, hop: int, kind: str, sha: str) -> None:
         """Append hop ``hop``'s record: its hash and its input's, as stored."""
-        sha = sha256_file(path)
         directory = location.directory
         last = self._last.get(directory)
         if hop == 0:

@@ -12,6 +12,7 @@ from ..smoke.diffusion import MAX_TOKENS, build_tiny_pipeline
 from .base import GenerationResult
 from .common import check_device
 from .diffusers_backend import DiffusersGenerator
+from .lazy import GeneratorPlan
 
 
 class SmokeGenerator:
@@ -36,17 +37,7 @@ class SmokeGenerator:
         batch_size: int = 8,
         device: str = "cpu",
     ) -> None:
-        self.seed = int(as_int("seed", seed, minimum=0))  # type: ignore[arg-type]
-        self.size = int(as_int("size", size, minimum=8))  # type: ignore[arg-type]
-        if self.size % 8:
-            raise ArgumentError(f"size: expected a multiple of 8; got {size!r}")
-        self.steps = int(as_int("steps", steps, minimum=1))  # type: ignore[arg-type]
-        self.guidance = float(as_float("guidance", guidance, minimum=0.0))  # type: ignore[arg-type]
-        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
-        self.device = str(as_str("device", device))
-
-        # Fail on a missing accelerator before building anything.
-        check_device(require("torch", "the smoke generator"), self.device)
+        self._check(seed, size, steps, guidance, batch_size, device)
         pipeline = build_tiny_pipeline(self.seed).to(self.device)
         # DiffusersGenerator owns the batching, seeding and failure handling.
         self._inner = DiffusersGenerator(
@@ -60,6 +51,27 @@ class SmokeGenerator:
             height=self.size,
             batch_size=self.batch_size,
         )
+
+    @classmethod
+    def plan(cls, seed: int = 0, size: int = 64, steps: int = 2, guidance: float = 1.0, batch_size: int = 8,
+             device: str = "cpu") -> GeneratorPlan:
+        """Name and batch size, every argument checked, nothing built (:mod:`.lazy`)."""
+        probe = cls.__new__(cls)
+        probe._check(seed, size, steps, guidance, batch_size, device)
+        return GeneratorPlan(probe.name, probe.batch_size)
+
+    def _check(self, seed, size, steps, guidance, batch_size, device) -> None:
+        self.seed = int(as_int("seed", seed, minimum=0))  # type: ignore[arg-type]
+        self.size = int(as_int("size", size, minimum=8))  # type: ignore[arg-type]
+        if self.size % 8:
+            raise ArgumentError(f"size: expected a multiple of 8; got {size!r}")
+        self.steps = int(as_int("steps", steps, minimum=1))  # type: ignore[arg-type]
+        self.guidance = float(as_float("guidance", guidance, minimum=0.0))  # type: ignore[arg-type]
+        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
+        self.device = str(as_str("device", device))
+
+        # Fail on a missing accelerator before building anything.
+        check_device(require("torch", "the smoke generator"), self.device)
         device_type = self.device.split(":")[0]
         self.name = (
             f"smoke-s{self.seed}-{self.size}px-{self.steps}st-"

@@ -32,8 +32,10 @@ from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows at --verbosity INFO
 
 from .. import host
-from ..engine import ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
-from ..generators import GeneratorConfigError, build_generator, config_failure, generator_names
+from ..engine import (ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine, LazyDescriber,
+                      LmmsDescriber)
+from ..generators import (GeneratorConfigError, LazyGenerator, build_generator, config_failure, generator_names,
+                          plan_generator)
 from ..core.errors import ActionableError, from_exception, load_failure
 from ..core.model_args import optional_int, split_prefixed
 from ..core.registry import lookup
@@ -183,7 +185,8 @@ def _build_roles(describer, generator, unified, describer_args, generator_args, 
     """The describer and generator, and whether they may run on two threads at once.
 
     A role that does not load stops the run with one line naming its weights
-    argument (:class:`~lmms_genbench.core.errors.ActionableError`)."""
+    argument (:class:`~lmms_genbench.core.errors.ActionableError`): at its first use,
+    or here for a unified model and a generator backend without a plan."""
     if unified:
         from ..generators.unified import build_unified
 
@@ -192,14 +195,30 @@ def _build_roles(describer, generator, unified, describer_args, generator_args, 
         except Exception as exc:
             raise load_failure(exc, "unified model", unified, unified_args, "unified.", _OFFLINE)
         return model, model, bool(getattr(model, "concurrent", False))
-    built_describer = build_describer(describer, describer_args)
+    # the weights load on first use, so a run whose hops are all stored loads neither (issue 24);
+    # what can be checked without them (names, arguments, devices) is checked now, before any doc
+    host.model_class(describer, role="describer")
+    lazy_describer = LazyDescriber(host.model_identity(describer, describer_args),
+                                   functools.partial(build_describer, describer, describer_args))
     try:
-        built_generator = build_generator(generator, **generator_args)
+        plan = plan_generator(generator, generator_args)
     except Exception as exc:
-        if isinstance(exc, GeneratorConfigError) and exc.fix:  # e.g. no API key: the error knows the fix
-            raise config_failure(exc, generator)
-        raise load_failure(exc, "generator", generator, generator_args, "generator.", _OFFLINE)
-    return built_describer, built_generator, True
+        raise _generator_failure(exc, generator, generator_args)
+    build = functools.partial(_build_generator, generator, generator_args)
+    return lazy_describer, (build() if plan is None else LazyGenerator(plan, build)), True
+
+
+def _generator_failure(exc: Exception, generator: str, generator_args: dict[str, Any]) -> ActionableError:
+    if isinstance(exc, GeneratorConfigError) and exc.fix:  # e.g. no API key: the error knows the fix
+        return config_failure(exc, generator)
+    return load_failure(exc, "generator", generator, generator_args, "generator.", _OFFLINE)
+
+
+def _build_generator(generator: str, generator_args: dict[str, Any]):
+    try:
+        return build_generator(generator, **generator_args)
+    except Exception as exc:
+        raise _generator_failure(exc, generator, generator_args)
 
 
 def build_describer(name: str, args: dict[str, Any]):

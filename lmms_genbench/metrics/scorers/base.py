@@ -63,6 +63,7 @@ from ...engine.chain import Chain, NotAChainError, hop_kind
 from ...core.errors import ActionableError, WrongModelError, from_exception
 from ...core.keys import atomic_write, json_nulls, stable_hash, strict_json
 from ...core.registry import lookup
+from ...engine import held
 from ...engine.store import ChainLocation
 from ..functional.intervals import bootstrap_intervals, check_spec, no_interval
 
@@ -270,10 +271,9 @@ def unit_rows(embeddings: Any) -> np.ndarray:
 
 
 def load_rgb(path: str):
-    from PIL import Image
-
-    with Image.open(path) as img:
-        return img.convert("RGB")
+    """A stored image as RGB; one the engine drew in this process comes from memory, not
+    decoded again (:mod:`lmms_genbench.engine.held`: verified by the file's sha256)."""
+    return held.load_rgb(path)
 
 
 def prefetched_blocks(
@@ -459,6 +459,16 @@ class ChainScorer:
         prepared = self.prepare(record, length)
         return prepared if isinstance(prepared, str) else None
 
+    def prepared(self, record: ChainRecord, length: int) -> Any:
+        """``prepare(record, length)`` as ``score`` calls it: while a report is computed the
+        verdict is kept, so the report's ``failed_docs`` reuses it instead of preparing (and
+        reading the texts of) every chain a second time."""
+        result = self.prepare(record, length)
+        verdicts = getattr(_VERDICTS, "current", None)
+        if verdicts is not None:
+            verdicts[_verdict_key(record, length)] = result if isinstance(result, str) else None
+        return result
+
     # ----------------------------------------------------------- settings
     def task_settings(self, scorer: Mapping[str, Any]) -> dict[str, Any]:
         """The task's settings: its preset's values overridden by its own keys."""
@@ -560,12 +570,15 @@ class ChainScorer:
         key = (resolved, length, tuple(sorted(boot.items())), tuple(r.cache_key() for r in records))
 
         def compute() -> dict[str, Any]:
+            _VERDICTS.current = verdicts = {}
             try:
                 report = self.score(records, resolved, length)
             except Exception as exc:
                 raise self._scoring_failure(exc, resolved, task)
+            finally:
+                _VERDICTS.current = None
             self.add_intervals(report, resolved, boot)
-            self.write(records, report, resolved)
+            self.write(records, report, resolved, verdicts)
             if not report.get("n_scored"):
                 docs = len({(r.chain_id, r.folder) for r in records})
                 where = Path(min(r.namespace for r in records)) / self.report_file
@@ -626,20 +639,26 @@ class ChainScorer:
         stem, dot, suffix = self.report_file.rpartition(".")
         return f"{stem}-{self.report_key(resolved)}{dot}{suffix}"
 
-    def failed_docs(self, records: Sequence[ChainRecord]) -> list[dict[str, str]]:
-        """Every chain that could not be scored, with its reason, by chain id."""
+    def failed_docs(
+        self, records: Sequence[ChainRecord], verdicts: Mapping[tuple, str | None] | None = None
+    ) -> list[dict[str, str]]:
+        """Every chain that could not be scored, with its reason, by chain id. ``verdicts``:
+        what scoring already found per chain (:meth:`prepared`); others are prepared here."""
         out: dict[tuple[str, str], dict[str, str]] = {}
+        verdicts = verdicts or {}
         for rec in sorted(records, key=lambda r: (r.chain_id, r.folder)):
-            reason = self.unscored(rec, rec.length)
+            key = _verdict_key(rec, rec.length)
+            reason = verdicts[key] if key in verdicts else self.unscored(rec, rec.length)
             if reason is not None:
                 out.setdefault((rec.chain_id, rec.folder), {"chain_id": rec.chain_id, "reason": reason})
         return list(out.values())
 
-    def write(self, records: Sequence[ChainRecord], report: Mapping[str, Any], resolved: Any = None) -> None:
+    def write(self, records: Sequence[ChainRecord], report: Mapping[str, Any], resolved: Any = None,
+              verdicts: Mapping[tuple, str | None] | None = None) -> None:
         """Write the full report to each store namespace the records live in, as this
         scorer's keyed report and as the latest ``report_file``; an unwritable store
         only logs a warning (the scores are already computed)."""
-        failed = self.failed_docs(records)
+        failed = self.failed_docs(records, verdicts)
         tables = {k: report[k] for k in TABLE_KEYS if k in report}
         payload = {
             **self.payload({k: v for k, v in report.items() if k not in TABLE_KEYS}),
@@ -659,6 +678,17 @@ class ChainScorer:
                     logger.info("%s report written to %s", self.name, target)
                 except OSError as exc:
                     logger.warning("could not write %s: %s", target, exc)
+
+
+#: the verdicts of :meth:`ChainScorer.prepared` while this thread computes a report
+_VERDICTS = threading.local()
+
+
+def _verdict_key(record: ChainRecord, length: int) -> tuple:
+    """What a chain's verdict depends on: the record's place, status and hops, and the length
+    (its doc fields do not decide whether it can be scored)."""
+    return (record.namespace, record.folder, record.chain_id, record.status, record.reason,
+            record.direction, record.hops, length)
 
 
 def _settings_dict(resolved: Any) -> dict[str, Any]:

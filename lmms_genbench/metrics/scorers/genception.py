@@ -188,7 +188,7 @@ class GenCeptionScorer(ChainScorer):
         for rec in unique_records(records, lambda r: (str(r.fields.get("category")), r.chain_id)):
             name = str(rec.fields.get("category"))
             cat = categories.setdefault(name, CategoryScore())
-            prepared = self._prepare(rec, T)
+            prepared = self.prepared(rec, length)  # kept for the report's failed_docs
             if isinstance(prepared, str):
                 cat.n_failed += 1
                 failures[prepared.split(":")[0]] += 1

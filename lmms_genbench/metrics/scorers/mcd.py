@@ -320,7 +320,7 @@ class MCDScorer(ChainScorer):
         by_direction: dict[str, list[_Chain]] = {d: [] for d in sorted(DIRECTIONS)}
         for rec in unique:
             source = _source(rec)
-            chain = _prepare(rec, G)
+            chain = self.prepared(rec, G)  # kept for the report's failed_docs
             if isinstance(chain, str):
                 n_failed[source] += 1
                 failures[chain.split(":")[0]] += 1

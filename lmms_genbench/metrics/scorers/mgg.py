@@ -198,7 +198,7 @@ class MGGScorer(ChainScorer):
         ids: list[str] = []  # of ready, and below each drawn image's verdict: the doc table
         verdicts: list[bool] = []
         for rec in unique_records(records, lambda r: r.chain_id):
-            prepared = _prepare(rec, G)
+            prepared = self.prepared(rec, G)  # kept for the report's failed_docs
             if isinstance(prepared, str):
                 failures[prepared.split(":")[0]] += 1
             else:
