@@ -9,7 +9,7 @@ processor does, but once per batch of same-size pictures and on the detector's d
   clip to the input's range, normalise. Reproduced here in float64 with SciPy's float32 roundings
   between passes, so the pixels agree to float32 rounding (tests/test_owlv2_batch.py);
 * the torch processor (``Owlv2ImageProcessor``, what ``from_pretrained`` gives): already batched
-  per shape; it is handed uint8 tensors of the whole batch instead of PIL pictures one by one.
+  per shape; it is called with the detector's device, so it resizes there.
 
 Any other processor, or one with steps switched off, is called as before.
 
@@ -65,25 +65,22 @@ class OWLv2Pixels:
 
         if self.kind == "processor":
             return self.ip(images=list(pictures), return_tensors="pt")["pixel_values"].to(device)
+        if self.kind == "torch":  # batches by size itself; resizes on the device it is given
+            return self.ip(images=list(pictures), return_tensors="pt", device=device)["pixel_values"]
         arrays = [np.asarray(p, dtype=np.uint8) for p in pictures]
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, a in enumerate(arrays):
             groups.setdefault(a.shape, []).append(i)
         if len(groups) == 1:  # the usual batch: one size
-            return self._pixels_of(torch.from_numpy(np.stack(arrays)).to(device), device)
+            return self._scipy(torch.from_numpy(np.stack(arrays)).to(device))
         out = None
         for shape, members in groups.items():
-            pixels = self._pixels_of(torch.from_numpy(np.stack([arrays[i] for i in members])).to(device), device)
+            pixels = self._scipy(torch.from_numpy(np.stack([arrays[i] for i in members])).to(device))
             if out is None:
                 out = torch.empty((len(arrays), *pixels.shape[1:]), dtype=pixels.dtype, device=pixels.device)
             out[members] = pixels
         return out
 
-    def _pixels_of(self, batch: Any, device: str) -> Any:
-        """``pixel_values`` of an N x H x W x 3 uint8 tensor of same-size pictures."""
-        if self.kind == "torch":
-            return self.ip(images=list(batch.permute(0, 3, 1, 2)), return_tensors="pt", device=device)["pixel_values"]
-        return self._scipy(batch)
 
     # ------------------------------------------------------------------ the SciPy processor, on tensors
     def _operator(self, what: str, n_in: int, n_out: int, device: Any) -> tuple[Any, ...]:
