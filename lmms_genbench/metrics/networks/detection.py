@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .owlv2_batch import OWLv2Pixels, decode_detections
 from .common import ModelCache, cast_modules, check_device, check_dtype, to_rgb_images
 from ..functional.geneval import (
     COLOR_TEMPLATES,
@@ -143,6 +144,7 @@ class OWLv2Detector:
             hasattr(model, name) for name in ("owlv2", "image_embedder", "class_predictor", "box_predictor")
         )
         self._query_embeds: dict[str, Any] = {}
+        self._pixels = OWLv2Pixels(getattr(processor, "image_processor", processor))
 
     @staticmethod
     def _names(classes: Any) -> list[str]:
@@ -202,8 +204,8 @@ class OWLv2Detector:
         with self._lock, torch.inference_mode():
             self._embed_queries([q for qs in queries for q in qs])
             dtype = next(self.model.parameters()).dtype
-            pixels = self.processor(images=pictures, return_tensors="pt")["pixel_values"]
-            feature_map, _ = self.model.image_embedder(pixel_values=pixels.to(self.device, dtype))
+            pixels = self._pixels(pictures, self.device)
+            feature_map, _ = self.model.image_embedder(pixel_values=pixels.to(dtype))
             b, h, w, d = feature_map.shape
             image_feats = feature_map.reshape(b, h * w, d)
             width = max(len(qs) for qs in queries)
@@ -217,10 +219,7 @@ class OWLv2Detector:
             boxes = self.model.box_predictor(image_feats, feature_map)
             # one transfer for the whole batch; float64 for exact pixel arithmetic
             host = torch.cat([logits.float(), boxes.float()], dim=-1).double().cpu()
-        return [
-            self._postprocess(host[i, :, : len(n)], host[i, :, width:], pic.size, n)
-            for i, (pic, n) in enumerate(zip(pictures, names))
-        ]
+        return self._decode(host[..., :width], host[..., width:], [p.size for p in pictures], names)
 
     def _detect_forward(self, image: Any, names: list[str]) -> dict[str, list[Detection]]:
         """One picture through the model's own ``forward`` (a model without its parts)."""
@@ -237,38 +236,18 @@ class OWLv2Detector:
                 attention_mask=inputs["attention_mask"].to(self.device),
                 pixel_values=inputs["pixel_values"].to(self.device, dtype),
             )
-            logits = out.logits[0].double().cpu()  # (boxes, queries)
-            boxes = out.pred_boxes[0].double().cpu()
-        return self._postprocess(logits, boxes, img.size, names)
+            logits = out.logits.double().cpu()  # 1 x boxes x queries
+            boxes = out.pred_boxes.double().cpu()
+        return self._decode(logits, boxes, [img.size], [names])[0]
 
-    def _postprocess(self, logits: Any, pred_boxes: Any, size: tuple[int, int], names: list[str]) -> dict[str, list[Detection]]:
-        """Scores, pixel boxes, clipping, floor and NMS for one picture (CPU float64 tensors:
-        logits boxes x queries, boxes boxes x 4 as (cx, cy, w, h) of OWLv2's padded square)."""
-        import torch
-        from torchvision.ops import nms
-
-        width, height = size
-        cx, cy, w, h = pred_boxes.unbind(-1)
-        side = float(max(width, height))  # OWLv2 pads to a square at the bottom/right
-        boxes = (
-            torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], dim=-1) * side
-        )
-        boxes[:, 0::2] = boxes[:, 0::2].clamp(0, width)
-        boxes[:, 1::2] = boxes[:, 1::2].clamp(0, height)
-        # a box with no area left lies wholly in the padding: nothing of the picture to detect
-        inside = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
-        result: dict[str, list[Detection]] = {}
-        for q, cls in enumerate(names):
-            scores = torch.sigmoid(logits[:, q])
-            idx = torch.nonzero((scores > self.score_floor) & inside).flatten()
-            if self.nms_iou < 1.0 and len(idx):
-                idx = idx[nms(boxes[idx], scores[idx], self.nms_iou)]
-            idx = idx[torch.argsort(scores[idx], descending=True, stable=True)]
-            result[cls] = [
-                Detection(tuple(boxes[i].tolist()), float(scores[i]))
-                for i in idx.tolist()
-            ]
-        return result
+    def _decode(self, logits: Any, boxes: Any, sizes: list[tuple[int, int]], names: list[list[str]]) -> list[dict[str, list[Detection]]]:
+        """Detections per picture and class from the batch's CPU float64 logits and boxes."""
+        found = decode_detections(logits, boxes, sizes, [len(n) for n in names],
+                                  score_floor=self.score_floor, nms_iou=self.nms_iou)
+        return [
+            {cls: [Detection(box, score) for box, score in zip(*per_query)] for cls, per_query in zip(n, per_pic)}
+            for n, per_pic in zip(names, found)
+        ]
 
 
 class CLIPColorClassifier:
