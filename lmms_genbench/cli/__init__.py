@@ -15,6 +15,7 @@ Usage::
     lmms-genbench compare RESULTS_A RESULTS_B [--task T] [--metric M ...] [--json FILE]
     lmms-genbench ranks RESULTS [RESULTS ...] --task T --metric M [--json FILE]
     lmms-genbench store verify FOLDER [--repair]
+    lmms-genbench store merge STORE [STORE ...] -o NEW_STORE
 
 RESULTS is an lmms-eval ``*_results.json`` file or a folder (an ``--output_path``):
 lmms-eval writes ``<output_path>/<model>/<date>_results.json``, and ``<model>`` is empty

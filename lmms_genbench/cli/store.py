@@ -1,4 +1,5 @@
-"""``lmms-genbench store verify``: check (and repair) the artifact store.
+"""``lmms-genbench store {verify,merge}``: check (and repair) an artifact store; merge the
+stores of independent jobs.
 
 A new ``store`` action adds its ``actions.add_parser(...)`` in :func:`add_parser` and its
 handler here (or in its own module of this package, imported by the handler)."""
@@ -37,8 +38,33 @@ def _run_store_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if args.repair or not bad else EXIT_FAIL
 
 
+def _run_store_merge(args: argparse.Namespace) -> int:
+    from lmms_genbench.engine.merge import MergeConflict, merge_stores
+
+    try:
+        report = merge_stores([Path(s).expanduser() for s in args.stores], Path(args.out).expanduser())
+    except ValueError as exc:
+        print(f"lmms-genbench store merge: error: {exc}. Fix: give artifact store folders to merge and a new "
+              "or empty folder as -o", file=sys.stderr)
+        return EXIT_USAGE
+    except MergeConflict as exc:
+        for conflict in exc.conflicts:
+            print(f"conflict: {conflict}")
+        print(f"lmms-genbench store merge: error: {len(exc.conflicts)} chain(s) or file(s) differ between the "
+              f"stores (first: {exc.conflicts[0]}); nothing was written. Fix: the stores were computed with "
+              "different models or settings under the same names; keep one store's chain (move the other's "
+              "folder away) or rerun that chain, then merge again", file=sys.stderr)
+        return EXIT_FAIL
+    for line in report.left_out:
+        print(f"left out (not verified): {line}")
+    print(f"{report.chains} chains, {report.hops} hops merged into {args.out} ({report.hops_shared} hops found "
+          f"in several stores, same hash), {report.files} other files, {report.runs_lines} runs.jsonl lines; "
+          f"{report.reports_left_out} scorer reports left out (a scoring run writes them)")
+    return EXIT_OK
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("store", help="check the artifact store")
+    parser = subparsers.add_parser("store", help="check and merge artifact stores")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     verify = command(
         actions, _run_store_verify, "verify",
@@ -52,3 +78,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     verify.add_argument("folder", metavar="FOLDER", help="the artifact store, or any folder inside it")
     verify.add_argument("--repair", action="store_true", help="quarantine refused hops (the next run recomputes them)")
+    merge = command(
+        actions, _run_store_merge, "merge",
+        help="merge stores of independent jobs (shard=i/n, per-node stores) by content hash",
+        description=(
+            "Merge the artifact stores STORE ... into the new folder NEW_STORE. Only verified hops are merged "
+            "(refused ones are listed and left out); a hop stored in several stores must have the same sha256, "
+            "or the merge names each conflicting chain, hop and both hashes, writes nothing and exits 1. "
+            "Run it when no job writes to the stores; then score with one run over NEW_STORE (it computes "
+            "nothing)."
+        ),
+    )
+    merge.add_argument("stores", nargs="+", metavar="STORE", help="artifact store folders (model_args artifacts=)")
+    merge.add_argument("-o", "--out", required=True, metavar="NEW_STORE", help="a new or empty folder")
