@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.errors import ActionableError, load_failure
 from ..core.registry import Registry
-from .base import Generator
+from .base import Generator, GeneratorConfigError, config_failure
 
 GENERATORS = Registry(
     {
@@ -44,3 +45,16 @@ def build_generator(name: str, **kwargs: Any) -> Generator:
             what is allowed and what came in.
     """
     return GENERATORS.build(name, **kwargs)
+
+
+def build_generator_or_explain(name: str, args: dict[str, Any], otherwise: str = "") -> Generator:
+    """:func:`build_generator`, or the one line that ends the run when the generator cannot be
+    built (``ActionableError``: exit 1, where lmms-eval would print an Exception and exit 0).
+    ``otherwise``: another way out, named in that line. Used by every model type."""
+    try:
+        return build_generator(name, **args)
+    except Exception as exc:
+        if isinstance(exc, GeneratorConfigError) and exc.fix:  # e.g. no API key: the error knows the fix
+            raise config_failure(exc, name) from exc
+        error: ActionableError = load_failure(exc, "generator", name, args, "generator.", otherwise)
+        raise error from exc

@@ -31,8 +31,8 @@ from lmms_eval.utils import eval_logger  # the host's logger: what it shows at -
 
 from .. import host
 from ..engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine, LmmsDescriber
-from ..generators import GeneratorConfigError, build_generator, config_failure, generator_names
-from ..core.errors import ActionableError, from_exception, load_failure
+from ..generators import GeneratorConfigError, build_generator_or_explain, config_failure, generator_names
+from ..core.errors import ActionableError, from_exception, load_failure, model_arg_error
 from ..core.model_args import optional_int, split_prefixed
 from ..core.registry import lookup
 
@@ -93,7 +93,7 @@ TOP_LEVEL_ARGS = ("describer", "generator", "unified", "preset", "artifacts", "d
 
 def _arg_error(cause: str, fix: str) -> ActionableError:
     """A wrong --model_args value: one line, exit 1 (lmms-eval prints an Exception and exits 0)."""
-    return ActionableError(f"--model cycle: {cause}", fix)
+    return model_arg_error("cycle", cause, fix)
 
 
 def _int_arg(name: str, value: Any, minimum: int, fix: str, optional: bool = False) -> int | None:
@@ -167,13 +167,7 @@ def _build_roles(describer, generator, unified, describer_args, generator_args, 
             raise load_failure(exc, "unified model", unified, unified_args, "unified.", _OFFLINE)
         return model, model, bool(getattr(model, "concurrent", False))
     built_describer = build_describer(describer, describer_args)
-    try:
-        built_generator = build_generator(generator, **generator_args)
-    except Exception as exc:
-        if isinstance(exc, GeneratorConfigError) and exc.fix:  # e.g. no API key: the error knows the fix
-            raise config_failure(exc, generator)
-        raise load_failure(exc, "generator", generator, generator_args, "generator.", _OFFLINE)
-    return built_describer, built_generator, True
+    return built_describer, build_generator_or_explain(generator, generator_args, _OFFLINE), True
 
 
 def build_describer(name: str, args: dict[str, Any]):
