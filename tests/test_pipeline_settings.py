@@ -226,3 +226,15 @@ def test_unknown_settings_of_a_local_folder_are_refused_before_loading(saved_flu
     monkeypatch.setattr(diffusers_backend, "_load_pipeline", lambda *a, **k: pytest.fail("loaded the weights"))
     with pytest.raises(ValueError, match="unknown argument 'max_seq_len': FluxPipeline"):
         DiffusersGenerator(pretrained=str(folder), device="cpu", max_seq_len=512)
+
+
+def test_resolution_binning_is_known_and_can_be_switched_off():
+    import diffusers
+
+    from lmms_genbench.generators import pipeline_rules as rules
+
+    for cls in (diffusers.PixArtSigmaPipeline, diffusers.SanaPipeline):
+        assert rules.uses_resolution_binning(cls, {})  # on by default: the log says so at load
+        off = rules.check_call_settings(cls, {"use_resolution_binning": "false"})
+        assert off == {"use_resolution_binning": False} and not rules.uses_resolution_binning(cls, off)
+    assert not rules.uses_resolution_binning(diffusers.StableDiffusion3Pipeline, {})
