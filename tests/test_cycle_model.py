@@ -103,7 +103,7 @@ def _vllm_cycle(monkeypatch, tmp_path, **args):
     from lmms_genbench.models import cycle
 
     monkeypatch.setattr(lmms_eval.models, "get_model", lambda name, *a, **k: {"vllm": FakeVllm}[name])
-    monkeypatch.setattr(cycle, "build_generator", lambda name, **kwargs: FakeGenerator())
+    monkeypatch.setattr(cycle, "build_generator_or_explain", lambda name, args, otherwise="": FakeGenerator())
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     FakeVllm.built = []
     return CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), describer_batch=4,

@@ -18,6 +18,8 @@ from lmms_genbench.engine import (
 )
 from lmms_genbench.engine.describer import LmmsDescriber
 
+from lmms_genbench.generators import GenerationFailure
+
 from .fakes import FakeDescriber, FakeGenerator
 
 
@@ -263,14 +265,38 @@ def test_a_description_that_is_not_utf8_fails_its_chain_only(tmp_path):
     assert outcomes[1].ok
 
 
-def test_generator_exception_fails_its_batch_not_the_run(tmp_path):
+def test_generator_exception_after_the_first_batch_fails_its_batch_not_the_run(tmp_path):
     class Broken(FakeGenerator):
         def generate(self, prompts, seeds):
-            raise RuntimeError("CUDA out of memory")
+            if self.calls:
+                raise RuntimeError("CUDA out of memory")
+            return super().generate(prompts, seeds)
 
     store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
-    outcomes, _ = CycleEngine(FakeDescriber(), Broken()).run(_jobs(store, spec, _colours(2)))
-    assert all(o.failure.stage == "generate" and "out of memory" in o.failure.reason for o in outcomes)
+    outcomes, _ = CycleEngine(FakeDescriber(), Broken(batch_size=2), describer_batch=2).run(
+        _jobs(store, spec, _colours(4)))
+    assert [o.ok for o in outcomes] == [True, True, False, False]
+    assert all(o.failure.stage == "generate" and "out of memory" in o.failure.reason for o in outcomes[2:])
+
+
+@pytest.mark.parametrize("broken", ["raises", "returns failures"])
+def test_a_first_generator_batch_that_fails_whole_stops_the_run_naming_the_exception(tmp_path, broken):
+    from lmms_genbench.generators import GeneratorConfigError
+
+    class Broken(FakeGenerator):
+        def generate(self, prompts, seeds):
+            if broken == "raises":
+                raise ValueError("`height` and `width` have to be divisible by 16 but are 72 and 72.")
+            return [GenerationFailure("pipeline raised ValueError: `height` and `width` have to be divisible "
+                                      "by 16 but are 72 and 72.")] * len(prompts)
+
+    store, spec = ArtifactStore(tmp_path), _spec(iterations=2)
+    generator = Broken(batch_size=2)
+    with pytest.raises(GeneratorConfigError, match=r"every prompt of the first generator batch failed \(2 of 2\), "
+                       r"the first with .*ValueError: `height` and `width` have to be divisible by 16"):
+        CycleEngine(FakeDescriber(), generator, describer_batch=2).run(_jobs(store, spec, _colours(4)))
+    # the descriptions already paid for are kept for the rerun
+    assert len(list(tmp_path.rglob("001.txt"))) >= 2
 
 
 def test_generator_config_error_stops_the_run(tmp_path):

@@ -72,6 +72,20 @@ def test_headline_scores_carry_a_bootstrap_stderr_and_files_are_plain_json(smoke
         assert saved["doc_scores"]["chain_ids"] and saved["estimators"] and saved["intervals"]
 
 
+def test_the_report_says_how_much_of_each_description_the_generator_read(smoke_run):
+    """Each drawn hop's record holds the tokens each text encoder cut; the store report sums
+    them per encoder (the smoke generator's CLIP reads 512 tokens)."""
+    report = _strict(next(smoke_run.art.rglob("mmeception_smoke-*/report.json")))
+    (budget,) = report["text_budget"].values()
+    assert list(report["text_budget"]) == ["text_encoder:CLIPTextModel"]
+    assert budget["tokens_read"] == 512 and budget["descriptions"] >= 27
+    assert 0.0 <= budget["share_truncated"] <= 1.0 and budget["mean_tokens_cut"] >= 0.0
+    records = next(smoke_run.art.rglob("mmeception_smoke-*/*/hops.jsonl")).read_text().splitlines()
+    drawn = [json.loads(line) for line in records if '"cut"' in line]
+    assert drawn and all(set(r["cut"]) == {"text_encoder:CLIPTextModel"} and r["cut"]["text_encoder:CLIPTextModel"][0] == 512
+                         for r in drawn)
+
+
 def test_logged_samples_hold_each_doc_once(smoke_run):
     """--log_samples: the chain's address once per doc and a status per metric, not a
     copy of the doc's record under every metric name (17.6 KB per sdp_geneval_smoke doc before)."""

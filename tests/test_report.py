@@ -309,3 +309,20 @@ def test_the_report_file_gets_the_umask_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_the_text_budget_of_the_store_report_is_a_table_of_the_page(tmp_path):
+    report = {**_report(), "text_budget": {
+        "text_encoder:CLIPTextModel": {"tokens_read": 77, "descriptions": 4, "truncated": 3,
+                                       "share_truncated": 0.75, "mean_tokens_cut": 120.5,
+                                       "mean_tokens_cut_when_truncated": 160.67},
+        "text_encoder_2:T5EncoderModel": {"tokens_read": 512, "descriptions": 4, "truncated": 0,
+                                          "share_truncated": 0.0, "mean_tokens_cut": 0.0,
+                                          "mean_tokens_cut_when_truncated": 0.0}}}
+    context, _ = build_context([load_run(write_run(tmp_path, "r1", report=report))])
+    (table,) = [t for t in context["tasks"][0]["tables"] if t["title"].startswith("text budget")]
+    assert table["columns"][:4] == ["tokens_read", "descriptions", "truncated", "share_truncated"]
+    clip = next(r for r in table["rows"] if r["name"] == "text_encoder:CLIPTextModel")
+    assert clip["cells"][:5] == ["77", "4", "3", "0.7500", "120.5"]
+    html = render(context)
+    assert "text budget: per text encoder" in html and "text_encoder_2:T5EncoderModel" in html

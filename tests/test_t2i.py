@@ -35,3 +35,36 @@ def test_t2i_paths_are_absolute_and_a_failed_image_fails_its_doc_only(tmp_path, 
     ok, bad = (json.loads(o) for o in model.generate_until([_request("fine", 0, "WISE"), _request("bad", 1, "WISE")]))
     assert ok == {"text": "", "images": [str(tmp_path / "rel" / "WISE" / "0000_s0.png")]}
     assert bad == {"text": "", "images": [], "status": "failed", "reason": "refused", "doc_id": 1}
+
+
+def test_t2i_stops_with_one_line_when_the_first_batch_fails_whole(tmp_path, monkeypatch):
+    """WISE scores a doc without an image as 0: a generator that draws nothing must stop the
+    run (exit 1, the exception named) instead of reporting zeros."""
+    import pytest
+
+    from lmms_genbench.core.errors import ActionableError
+
+    model = TextToImageModel(generator="smoke", output_dir=str(tmp_path), **{"generator.size": 32})
+    monkeypatch.setattr(model.generator, "generate", lambda prompts, seeds: [
+        GenerationFailure("pipeline raised ValueError: `height` and `width` have to be divisible by 16")] * len(prompts))
+    with pytest.raises(ActionableError) as caught:
+        model.generate_until([_request("a", 0, "WISE"), _request("b", 1, "WISE")])
+    line = str(caught.value)
+    assert "\n" not in line and "every prompt of the first batch failed (2 of 2)" in line
+    assert "ValueError: `height` and `width` have to be divisible by 16" in line and "Fix:" in line
+
+
+def test_t2i_warns_how_many_prompts_have_no_image(tmp_path, monkeypatch):
+    from lmms_eval.utils import eval_logger
+
+    model = TextToImageModel(generator="smoke", output_dir=str(tmp_path), **{"generator.size": 32})
+    real = model.generator.generate
+    monkeypatch.setattr(model.generator, "generate", lambda prompts, seeds: [
+        GenerationFailure("refused") if p == "bad" else img for p, img in zip(prompts, real(prompts, seeds))])
+    seen = []
+    handle = eval_logger.add(lambda message: seen.append(str(message)), level="WARNING")
+    try:
+        model.generate_until([_request("fine", 0, "WISE"), _request("bad", 1, "WISE")])
+    finally:
+        eval_logger.remove(handle)
+    assert any("1 of 2 prompts have no image (first reason: refused)" in m for m in seen)

@@ -103,6 +103,13 @@ def _breakdowns(report: Mapping[str, Any]) -> dict[str, dict[str, dict[str, Any]
     return out
 
 
+#: titles of report tables whose key alone would not say what they show
+TABLE_TITLES = {
+    "text_budget": "text budget: per text encoder of the generator, the tokens it reads and, over the drawn "
+                   "descriptions, the share it cut and the mean tokens cut",
+}
+
+
 def _mgg_tags(task: TaskRun) -> dict[str, dict[str, Any]]:
     """GenEval accuracy per tag and generation (``mgg_<tag>@<g>``) as a table by tag."""
     rows: dict[str, dict[str, Any]] = {}
@@ -244,7 +251,7 @@ def build_context(runs: Sequence[Run], labels: Sequence[str] | None = None, thum
         tables = []
         per_run = [{k: v for r in (t.reports.values() if t else ()) for k, v in _breakdowns(r).items()} for t in task_runs]
         for key in dict.fromkeys(k for tables_of_run in per_run for k in tables_of_run):
-            tables.append(_table(key, [t.get(key) for t in per_run], labels))
+            tables.append(_table(TABLE_TITLES.get(key, key), [t.get(key) for t in per_run], labels))
         tags = [_mgg_tags(t) if t else None for t in task_runs]
         if any(tags):
             tables.append(_table("tags", tags, labels))

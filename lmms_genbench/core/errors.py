@@ -83,6 +83,12 @@ class WrongModelError(ActionableError):
         self.model = model
 
 
+def model_arg_error(model: str, cause: str, fix: str) -> ActionableError:
+    """A wrong ``--model_args`` value of ``--model <model>``: one line, exit 1 (lmms-eval prints
+    an Exception and exits 0)."""
+    return ActionableError(f"--model {model}: {cause}", fix)
+
+
 def from_exception(exc: BaseException, cause: str, fix: str) -> ActionableError:
     """An :class:`ActionableError` for ``exc`` (chained to it): ``cause (Type: message)``.
 

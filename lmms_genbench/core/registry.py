@@ -16,7 +16,7 @@ from typing import Any
 
 from .args import ArgumentError
 
-__all__ = ["Registry", "lookup", "parameter_names"]
+__all__ = ["Registry", "lookup", "parameter_names", "takes_more"]
 
 
 def lookup(table: Mapping[str, Any], name: Any, what: str) -> Any:
@@ -33,6 +33,12 @@ def parameter_names(cls: type) -> list[str]:
     """The constructor's positional-or-keyword parameters, in order (``self`` left out)."""
     params = inspect.signature(cls.__init__).parameters.values()
     return [p.name for p in params if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD]
+
+
+def takes_more(cls: type) -> bool:
+    """Whether the constructor takes ``**kwargs`` (and so checks names beyond its parameters)."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    return any(p.kind is p.VAR_KEYWORD for p in params)
 
 
 class Registry:
@@ -122,7 +128,7 @@ class Registry:
         allowed = parameter_names(cls)
         unknown = sorted(set(kwargs) - set(allowed))
         context = self.context.format(key)
-        if unknown:
+        if unknown and not takes_more(cls):  # a class with **kwargs checks those names itself
             shown = (self.prefix + u if self.prefix else repr(u) for u in unknown)
             raise ArgumentError(
                 f"{context}: unknown argument(s) {', '.join(shown)}; "

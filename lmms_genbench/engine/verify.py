@@ -34,7 +34,10 @@ RECORDS = "hops.jsonl"
 QUARANTINE = "quarantine"
 _SUFFIX = {"image": "png", "text": "txt"}
 
-__all__ = ["RECORDS", "QUARANTINE", "ChainCheck", "append_record", "check_chain", "hop_files", "sha256_file"]
+__all__ = [
+    "RECORDS", "QUARANTINE", "ChainCheck", "append_record", "check_chain", "hop_files", "sha256_file",
+    "text_cut_summary",
+]
 
 
 def sha256_file(path: Path) -> str:
@@ -42,9 +45,10 @@ def sha256_file(path: Path) -> str:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-def append_record(directory: Path, hop: int, sha: str, input_sha: str | None) -> None:
-    """Record hop ``hop``'s hash; one short line in append mode (a torn last line is ignored)."""
-    line = json.dumps({"hop": hop, "sha256": sha, "input": input_sha}, sort_keys=True) + "\n"
+def append_record(directory: Path, hop: int, sha: str, input_sha: str | None, note: dict | None = None) -> None:
+    """Record hop ``hop``'s hash; one short line in append mode (a torn last line is ignored).
+    ``note``: extra fields, such as ``cut`` of a drawn hop (:func:`text_cut_summary`)."""
+    line = json.dumps({**(note or {}), "hop": hop, "sha256": sha, "input": input_sha}, sort_keys=True) + "\n"
     with open(directory / RECORDS, "a", encoding="utf-8") as fh:
         fh.write(line)
 
@@ -240,3 +244,36 @@ def verify_store(root: Path, repair: bool = False):
             yield folder, check_chain(folder, None, None, repair=repair)
         finally:
             locks.release(folder)
+
+
+def text_cut_summary(chains) -> dict[str, dict[str, Any]]:
+    """How much of the drawn descriptions each text encoder read, over ``chains``
+    (``(folder, hops stored)`` pairs): per encoder the descriptions counted, the share cut and
+    the mean tokens cut (over all and over the cut ones). Reads the ``cut`` field of drawn hops'
+    records (``{encoder: [tokens it reads, tokens cut]}``); stores written before it have none."""
+    sums: dict[str, list[int]] = {}  # encoder -> [descriptions, cut ones, tokens cut, tokens read]
+    for folder, hops in dict.fromkeys((str(f), int(h)) for f, h in chains):
+        for hop, record in read_records(Path(folder)).items():
+            cut = record.get("cut")
+            if hop >= hops or not isinstance(cut, dict):
+                continue
+            for encoder, pair in cut.items():
+                try:
+                    reads, lost = int(pair[0]), int(pair[1])
+                except (TypeError, ValueError, IndexError):
+                    continue
+                entry = sums.setdefault(str(encoder), [0, 0, 0, reads])
+                entry[0] += 1
+                entry[1] += lost > 0
+                entry[2] += lost
+    return {
+        encoder: {
+            "tokens_read": reads,
+            "descriptions": n,
+            "truncated": k,
+            "share_truncated": k / n,
+            "mean_tokens_cut": lost / n,
+            "mean_tokens_cut_when_truncated": lost / k if k else 0.0,
+        }
+        for encoder, (n, k, lost, reads) in sorted(sums.items())
+    }

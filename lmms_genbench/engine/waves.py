@@ -163,6 +163,7 @@ class WaveRunner:
         self._lock = threading.Lock()
         self._draws: list[Future] = []
         self._describe_keys: dict[int, str] = {}
+        self._first_draw = True  # a first batch that fails whole stops the run (_draw)
 
     def all(self, waves: list[Wave]) -> None:
         drawer = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbench-draw")
@@ -411,7 +412,17 @@ class WaveRunner:
         stats.generate_seconds += time.perf_counter() - t0
         stats.generate_calls += 1
         stats.generate_items += len(drawn)
-        for chain, image in zip(drawn, images):
+        if self._first_draw:
+            self._first_draw = False
+            if images and all(isinstance(image, GenerationFailure) for image in images):
+                # the same cause would fail every doc, after paying for its descriptions
+                raise GeneratorConfigError(
+                    f"every prompt of the first generator batch failed ({len(images)} of {len(images)}), "
+                    f"the first with {images[0].reason}",
+                    "fix what that reason names (usually a generator.<arg> value), then rerun: "
+                    "the descriptions already stored are reused")
+        cuts = _text_cuts(engine.generator, prompts)
+        for chain, image, cut in zip(drawn, images, cuts):
             if isinstance(image, GenerationFailure):
                 chain.fail(hop, "generate", image.reason)
                 continue
@@ -423,8 +434,21 @@ class WaveRunner:
             if engine.reject_blank and is_blank(image):
                 chain.fail(hop, "generate", "generator returned a blank image (one colour, e.g. a safety filter)")
                 continue
-            self.writer.write_image(chain.outcome.location, hop, image)
+            self.writer.write_image(chain.outcome.location, hop, image, {"cut": cut} if cut else None)
             self._advance(chain, hop, image)
+
+
+def _text_cuts(generator, prompts: list[str]) -> list:
+    """Per prompt, ``{encoder: [tokens it reads, tokens cut]}`` from a generator that knows its
+    text budget (``text_cuts``), else None; counting never fails a drawing."""
+    count = getattr(generator, "text_cuts", None)
+    budget = getattr(generator, "text_budget", None) or {}
+    if count is None or not budget:
+        return [None] * len(prompts)
+    try:
+        return [{e: [budget[e], n] for e, n in cut.items()} for cut in count(prompts)]
+    except Exception:  # noqa: BLE001 - a tokenizer problem loses the count, not the image
+        return [None] * len(prompts)
 
 
 def read_seed(outcome, load: Callable[[], Any]):

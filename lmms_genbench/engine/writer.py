@@ -83,22 +83,23 @@ class StoreWriter:
         if exc_type is None:
             self.check()
 
-    def write_image(self, location: ChainLocation, hop: int, image: Any) -> None:
-        self._put(location, hop, "image", image)
+    def write_image(self, location: ChainLocation, hop: int, image: Any, note: dict | None = None) -> None:
+        """``note``: extra fields of the hop's record (the text the generator cut: ``{"cut": ...}``)."""
+        self._put(location, hop, "image", image, note)
 
     def write_text(self, location: ChainLocation, hop: int, text: str) -> None:
         self._put(location, hop, "text", text)
 
-    def _put(self, location: ChainLocation, hop: int, kind: str, payload: Any) -> None:
+    def _put(self, location: ChainLocation, hop: int, kind: str, payload: Any, note: dict | None = None) -> None:
         self.check()
         if kind == "image":  # encoded on the pool at once; stored in order by the writer thread
             payload = (payload, self._encoders.submit(_encode, payload))
-        self._queue.put((location, hop, kind, payload))
+        self._queue.put((location, hop, kind, payload, note))
 
     def after(self, fn) -> None:
         """Call ``fn`` on the writer thread once every write queued before it is done (or
         discarded after a failure): a chain's lock is released only when its hops are stored."""
-        self._queue.put((_CALL, fn, None, None))
+        self._queue.put((_CALL, fn, None, None, None))
 
     def check(self) -> None:
         """Raise the first write failure, if any."""
@@ -122,7 +123,7 @@ class StoreWriter:
                 continue
             if self._error is not None:
                 continue  # drained, not written: the run stops at the next check
-            location, hop, kind, payload = item
+            location, hop, kind, payload, note = item
             try:
                 # the hash is of the bytes in hand: the file is not read back to compute it
                 if kind == "image":
@@ -133,13 +134,13 @@ class StoreWriter:
                 else:
                     location.write_text(hop, payload)
                     sha = hashlib.sha256(payload.encode("utf-8")).hexdigest()
-                self._record(location, hop, kind, sha)
+                self._record(location, hop, kind, sha, note)
                 self.written += 1
             except BaseException as exc:  # any failure stops the writes, reported on the producer's side
                 self._error = StoreWriteError(str(location.path(hop, kind)), exc)
                 self._error.__cause__ = exc
 
-    def _record(self, location: ChainLocation, hop: int, kind: str, sha: str) -> None:
+    def _record(self, location: ChainLocation, hop: int, kind: str, sha: str, note: dict | None = None) -> None:
         """Append hop ``hop``'s record: its hash and its input's, as stored."""
         directory = location.directory
         last = self._last.get(directory)
@@ -149,5 +150,5 @@ class StoreWriter:
             source = last[1]
         else:  # the first hop this run computed: its input was stored by an earlier run
             source = sha256_file(location.path(hop - 1, "text" if kind == "image" else "image"))
-        append_record(directory, hop, sha, source)
+        append_record(directory, hop, sha, source, note)
         self._last[directory] = (hop, sha)

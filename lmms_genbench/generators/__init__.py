@@ -2,7 +2,7 @@
 
 from .base import GenerationFailure, GenerationResult, Generator, GeneratorConfigError, config_failure
 from .lazy import GeneratorPlan, LazyGenerator, plan_generator
-from .registry import build_generator, generator_names
+from .registry import build_generator, build_generator_or_explain, explain_generator_failure, generator_names
 
 __all__ = [
     "GenerationFailure",
@@ -12,7 +12,9 @@ __all__ = [
     "GeneratorPlan",
     "LazyGenerator",
     "build_generator",
+    "build_generator_or_explain",
     "config_failure",
+    "explain_generator_failure",
     "generator_names",
     "plan_generator",
 ]

@@ -6,6 +6,8 @@ this module is imported, so listing backends stays cheap.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -13,8 +15,10 @@ from typing import Any
 from ..core.deps import require
 from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
 from ..core.keys import generator_name
+from . import pipeline_rules as rules
 from .base import GenerationFailure, GenerationResult
 from .common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from .weights import folder_identity, is_local_folder
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +48,16 @@ class DiffusersGenerator:
         height: Image height in pixels (multiple of 8); ``None``: the default.
         batch_size: Prompts per pipeline call.
         negative_prompt: Negative prompt applied to every prompt, or ``None``.
+        revision: Hub revision (branch, tag or commit) of ``pretrained``; part of the key.
+        **call_settings: any other argument the pipeline's ``__call__`` takes
+            (``max_sequence_length``, ``true_cfg_scale``, ``use_resolution_binning``, ...),
+            passed to every call and part of the key; a name it does not take is refused
+            with the names it does. A setting the pipeline would ignore (FLUX's
+            ``negative_prompt`` without ``true_cfg_scale > 1``) is dropped with one warning.
+
+    Widths and heights must be multiples of the pipeline's VAE scale factor times its
+    patch size (16 for SD3 and FLUX), checked when it loads. A local folder is keyed by
+    what it holds (:func:`.weights.folder_identity`), not by its path.
 
     Each prompt gets its own ``torch.Generator(device).manual_seed(seed)``, so
     its image depends on its own seed and not on its neighbours in the batch
@@ -62,6 +76,8 @@ class DiffusersGenerator:
         height: int | None = None,
         batch_size: int = 4,
         negative_prompt: str | None = None,
+        revision: str | None = None,
+        **call_settings: Any,
     ) -> None:
         # Validate everything before importing torch or loading gigabytes.
         self.pretrained = as_str("pretrained", pretrained, optional=True)
@@ -78,35 +94,100 @@ class DiffusersGenerator:
         self.height = _pixels("height", height)
         self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
         self.negative_prompt = as_str("negative_prompt", negative_prompt, optional=True)
+        self.revision = as_str("revision", revision, optional=True)
+        # a name the pipeline does not take is refused before any weight loads, where its class is known here
+        known_cls = _pipeline_class(self.pretrained, self.revision) if pipeline is None else type(pipeline)
+        if known_cls is not None:
+            rules.check_call_settings(known_cls, call_settings)
 
         self._torch = require("torch", "the diffusers generator")
         torch_device = check_device(self._torch, self.device)
         self.dtype = resolve_dtype(self._torch, dtype_choice, torch_device, pipeline)
 
         if pipeline is None:
-            pipeline = _load_pipeline(self.pretrained, self.dtype, self.device)  # type: ignore[arg-type]
+            pipeline = _load_pipeline(self.pretrained, self.dtype, self.device, self.revision)  # type: ignore[arg-type]
         if hasattr(pipeline, "set_progress_bar_config"):
             # A tqdm bar per batch drowns the harness's own progress output.
             pipeline.set_progress_bar_config(disable=True)
         self.pipeline = pipeline
+        cls = type(pipeline)
+        self.call_settings = rules.check_call_settings(cls, call_settings)
+        self._check_sizes(pipeline)
+        self._drop_ignored(cls)
+        if rules.uses_resolution_binning(cls, self.call_settings):
+            logger.warning(
+                "diffusers: %s bins sizes: it draws at the aspect-ratio bin of its native resolution nearest to "
+                "the requested size and resizes the result; generator.use_resolution_binning=false draws at "
+                "the requested size itself", cls.__name__)
+        budget = rules.text_budget(pipeline, self.call_settings)
+        self._budget = budget
+        #: text encoder -> the tokens of a prompt it reads (the rest is cut)
+        self.text_budget = {encoder: tokens for encoder, (_m, _t, tokens) in budget.items()}
+        self._warned_cut = False
+        if budget:
+            logger.info("diffusers: %s reads %s of each prompt; the tokens cut are recorded per hop",
+                        cls.__name__, ", ".join(f"{t} tokens with {e} ({m})" for e, (m, _tok, t) in budget.items()))
 
+        self.name = generator_name("diffusers", *self._key(pipeline, torch_device.type))
+
+    def _key(self, pipeline: Any, device_type: str) -> tuple[str, dict[str, Any]]:
+        """The label and the settings that name this generator's artifacts."""
         label = self.pretrained or type(pipeline).__name__
-        self.name = generator_name(
-            "diffusers",
-            label,
-            {
-                "pretrained": label,
-                "steps": self.steps,
-                "guidance": self.guidance,
-                "width": self.width,
-                "height": self.height,
-                "dtype": self.dtype,
-                "negative_prompt": self.negative_prompt,
-                # The seeded noise comes from this device's RNG, which differs
-                # between CPU and CUDA for the same seed.
-                "device": torch_device.type,
-            },
-        )
+        identity = label
+        if self.pretrained is not None and is_local_folder(self.pretrained):
+            # a moved folder keeps its images, weights replaced in place do not
+            label, identity = type(pipeline).__name__, f"weights:{folder_identity(self.pretrained)}"
+        settings: dict[str, Any] = {
+            "pretrained": identity,
+            "steps": self.steps,
+            "guidance": self.guidance,
+            "width": self.width,
+            "height": self.height,
+            "dtype": self.dtype,
+            "negative_prompt": self.negative_prompt,
+            # The seeded noise comes from this device's RNG, which differs
+            # between CPU and CUDA for the same seed.
+            "device": device_type,
+        }
+        # present only when set, so the keys of stores written before they existed stay
+        if self.call_settings:
+            settings["call"] = dict(sorted(self.call_settings.items()))
+        if self.revision is not None:
+            settings["revision"] = self.revision
+        return label, settings
+
+    def _check_sizes(self, pipeline: Any) -> None:
+        multiple = rules.size_multiple(pipeline)
+        for arg, value in (("width", self.width), ("height", self.height)):
+            if value is not None and value % multiple:
+                low = value - value % multiple
+                raise ArgumentError(
+                    f"{arg}: {type(pipeline).__name__} draws sizes that are multiples of {multiple} pixels "
+                    f"(VAE scale factor x patch size); got {value}, nearest {max(low, multiple)} or {low + multiple}"
+                )
+
+    def _drop_ignored(self, cls: type) -> None:
+        settings = {**self.call_settings, "negative_prompt": self.negative_prompt}
+        for setting, why in rules.ignored_settings(cls, settings).items():
+            logger.warning("diffusers: generator.%s is ignored and left out of the artifact key: %s", setting, why)
+            if setting == "negative_prompt":
+                self.negative_prompt = None
+            else:
+                self.call_settings.pop(setting, None)
+
+    def text_cuts(self, prompts: Sequence[str]) -> list[dict[str, int]]:
+        """Per prompt, the tokens each text encoder cuts (:attr:`text_budget`); ``{}`` when
+        the pipeline's encoders are not known."""
+        if not self._budget:
+            return [{} for _ in prompts]
+        cuts = rules.token_cuts(self._budget, prompts)
+        if not self._warned_cut and any(any(c.values()) for c in cuts):
+            self._warned_cut = True  # once, not per batch: the counts are recorded per hop
+            logger.warning(
+                "diffusers: prompts longer than a text encoder reads (%s tokens) are cut; each hop "
+                "records the tokens cut per encoder, report.json sums them (text_budget)",
+                ", ".join(f"{e}: {t}" for e, t in self.text_budget.items()))
+        return cuts
 
     def __repr__(self) -> str:
         return f"DiffusersGenerator(name={self.name!r}, device={self.device!r})"
@@ -163,10 +244,12 @@ class DiffusersGenerator:
             "height": self.height,
         }
         kwargs.update({k: v for k, v in optional.items() if v is not None})
+        kwargs.update(self.call_settings)
         if self.negative_prompt is not None:
             kwargs["negative_prompt"] = [self.negative_prompt] * len(prompts)
 
-        output = self.pipeline(**kwargs)
+        with rules.truncation_filter(self.pipeline, bool(self._budget)):
+            output = self.pipeline(**kwargs)
         images = output.images if hasattr(output, "images") else output[0]
         if len(images) != len(prompts):
             raise RuntimeError(
@@ -190,10 +273,36 @@ def _pixels(arg: str, value: Any) -> int | None:
     return pixels
 
 
-def _load_pipeline(pretrained: str, dtype: str, device: str) -> Any:
+def _pipeline_class(pretrained: str | None, revision: str | None) -> type | None:
+    """The pipeline class named by the checkpoint's ``model_index.json``, read without
+    loading weights or going online; None when it is not at hand."""
+    if not pretrained:
+        return None
+    diffusers = require("diffusers", "the diffusers generator")
+    try:
+        config = diffusers.DiffusionPipeline.load_config(pretrained, revision=revision, local_files_only=True)
+        return getattr(diffusers, str(config["_class_name"]), None)
+    except Exception:  # not downloaded yet, or no pipeline there: checked after loading
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def _dtype_argument() -> str:
+    """``dtype`` where the installed diffusers reads it (``torch_dtype`` is deprecated there),
+    else ``torch_dtype``."""
+    diffusers = require("diffusers", "the diffusers generator")
+    try:
+        source = inspect.getsource(diffusers.DiffusionPipeline.from_pretrained)
+    except (OSError, TypeError):
+        return "torch_dtype"
+    return "dtype" if 'kwargs.pop("dtype"' in source else "torch_dtype"
+
+
+def _load_pipeline(pretrained: str, dtype: str, device: str, revision: str | None = None) -> Any:
     diffusers = require("diffusers", "the diffusers generator")
     torch = require("torch", "the diffusers generator")
+    extra = {"revision": revision} if revision is not None else {}
     pipeline = diffusers.AutoPipelineForText2Image.from_pretrained(
-        pretrained, torch_dtype=getattr(torch, dtype)
+        pretrained, **{_dtype_argument(): getattr(torch, dtype)}, **extra
     )
     return pipeline.to(device)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.errors import ActionableError, load_failure
 from ..core.registry import Registry
-from .base import Generator
+from .base import Generator, GeneratorConfigError, config_failure
 
 GENERATORS = Registry(
     {
@@ -44,3 +45,20 @@ def build_generator(name: str, **kwargs: Any) -> Generator:
             what is allowed and what came in.
     """
     return GENERATORS.build(name, **kwargs)
+
+
+def build_generator_or_explain(name: str, args: dict[str, Any], otherwise: str = "") -> Generator:
+    """:func:`build_generator`, or the one line that ends the run when the generator cannot be
+    built (``ActionableError``: exit 1, where lmms-eval would print an Exception and exit 0).
+    ``otherwise``: another way out, named in that line. Used by every model type."""
+    try:
+        return build_generator(name, **args)
+    except Exception as exc:
+        raise explain_generator_failure(exc, name, args, otherwise) from exc
+
+
+def explain_generator_failure(exc: Exception, name: str, args: dict[str, Any], otherwise: str = "") -> ActionableError:
+    """The one line for a generator that cannot be planned or built."""
+    if isinstance(exc, GeneratorConfigError) and exc.fix:  # e.g. no API key: the error knows the fix
+        return config_failure(exc, name)
+    return load_failure(exc, "generator", name, args, "generator.", otherwise)

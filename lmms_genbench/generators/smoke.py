@@ -81,6 +81,14 @@ class SmokeGenerator:
     def __repr__(self) -> str:
         return f"SmokeGenerator(name={self.name!r})"
 
+    @property
+    def text_budget(self) -> dict[str, int]:
+        return self._inner.text_budget
+
+    def text_cuts(self, prompts: Sequence[str]) -> list[dict[str, int]]:
+        """See :meth:`DiffusersGenerator.text_cuts`."""
+        return self._inner.text_cuts(prompts)
+
     def generate(
         self, prompts: Sequence[str], seeds: Sequence[int]
     ) -> list[GenerationResult]:

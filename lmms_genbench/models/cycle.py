@@ -34,9 +34,9 @@ from lmms_eval.utils import eval_logger  # the host's logger: what it shows at -
 from .. import host
 from ..engine import (ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine, LazyDescriber,
                       LmmsDescriber)
-from ..generators import (GeneratorConfigError, LazyGenerator, build_generator, config_failure, generator_names,
-                          plan_generator)
-from ..core.errors import ActionableError, from_exception, load_failure
+from ..generators import (GeneratorConfigError, LazyGenerator, build_generator_or_explain, config_failure,
+                          explain_generator_failure, generator_names, plan_generator)
+from ..core.errors import ActionableError, from_exception, load_failure, model_arg_error
 from ..core.model_args import optional_int, split_prefixed
 from ..core.registry import lookup
 
@@ -98,7 +98,7 @@ TOP_LEVEL_ARGS = ("describer", "generator", "unified", "preset", "artifacts", "d
 
 def _arg_error(cause: str, fix: str) -> ActionableError:
     """A wrong --model_args value: one line, exit 1 (lmms-eval prints an Exception and exits 0)."""
-    return ActionableError(f"--model cycle: {cause}", fix)
+    return model_arg_error("cycle", cause, fix)
 
 
 def _int_arg(name: str, value: Any, minimum: int, fix: str, optional: bool = False) -> int | None:
@@ -200,25 +200,12 @@ def _build_roles(describer, generator, unified, describer_args, generator_args, 
     host.model_class(describer, role="describer")
     lazy_describer = LazyDescriber(host.model_identity(describer, describer_args),
                                    functools.partial(build_describer, describer, describer_args))
+    build = functools.partial(build_generator_or_explain, generator, generator_args, _OFFLINE)
     try:
         plan = plan_generator(generator, generator_args)
     except Exception as exc:
-        raise _generator_failure(exc, generator, generator_args)
-    build = functools.partial(_build_generator, generator, generator_args)
+        raise explain_generator_failure(exc, generator, generator_args, _OFFLINE) from exc
     return lazy_describer, (build() if plan is None else LazyGenerator(plan, build)), True
-
-
-def _generator_failure(exc: Exception, generator: str, generator_args: dict[str, Any]) -> ActionableError:
-    if isinstance(exc, GeneratorConfigError) and exc.fix:  # e.g. no API key: the error knows the fix
-        return config_failure(exc, generator)
-    return load_failure(exc, "generator", generator, generator_args, "generator.", _OFFLINE)
-
-
-def _build_generator(generator: str, generator_args: dict[str, Any]):
-    try:
-        return build_generator(generator, **generator_args)
-    except Exception as exc:
-        raise _generator_failure(exc, generator, generator_args)
 
 
 def build_describer(name: str, args: dict[str, Any]):

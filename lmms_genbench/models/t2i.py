@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from lmms_eval.api.model import lmms
+from lmms_eval.utils import eval_logger  # the host's logger: what it shows by default
 
 from ..engine.cycle import chunked
-from ..core.errors import ActionableError, load_failure
+from ..core.errors import ActionableError, from_exception, model_arg_error
 from ..core.keys import atomic_write
 from ..engine.store import ArtifactStore
-from ..generators import GenerationFailure, GeneratorConfigError, build_generator, config_failure
+from ..generators import GenerationFailure, GeneratorConfigError, build_generator_or_explain, config_failure
 from ..core.model_args import optional_int, split_prefixed
 
 #: the way out of a generator that did not load, named in its error line
@@ -30,8 +31,7 @@ _OFFLINE = "try the pipeline offline with generator=smoke"
 
 
 def _arg_error(cause: str, fix: str) -> ActionableError:
-    """A wrong --model_args value: one line, exit 1 (lmms-eval prints an Exception and exits 0)."""
-    return ActionableError(f"--model t2i: {cause}", fix)
+    return model_arg_error("t2i", cause, fix)
 
 
 class TextToImageModel(lmms):
@@ -72,13 +72,10 @@ class TextToImageModel(lmms):
         # absolute: tasks open the returned paths from whatever directory they run in
         self.output_dir = (Path(output_dir).expanduser() if output_dir else ArtifactStore().root / "t2i").resolve()
         self.generator_label = str(generator)
-        try:
-            self.generator = build_generator(generator, **grouped["generator"])
-        except Exception as exc:  # the same line as --model cycle's generator
-            if isinstance(exc, GeneratorConfigError) and exc.fix:
-                raise config_failure(exc, self.generator_label)
-            otherwise = _OFFLINE if self.generator_label != "smoke" else ""
-            raise load_failure(exc, "generator", self.generator_label, grouped["generator"], "generator.", otherwise)
+        # the same one line as --model cycle's generator
+        self.generator = build_generator_or_explain(
+            self.generator_label, grouped["generator"], _OFFLINE if self.generator_label != "smoke" else "")
+        self._drawn_any = False  # a first batch that fails whole stops the run
 
     def generate_until(self, requests) -> list[str]:
         paths: list[list[Path]] = [[] for _ in requests]
@@ -98,11 +95,25 @@ class TextToImageModel(lmms):
                 images = self.generator.generate([w[1] for w in chunk], [w[2] for w in chunk])
             except GeneratorConfigError as exc:  # every prompt would fail alike: stop with one line
                 raise config_failure(exc, self.generator_label) from exc
+            if not self._drawn_any and images and all(isinstance(im, GenerationFailure) for im in images):
+                # a task would score each missing image as 0 (WISE does): stop instead of reporting that
+                raise config_failure(GeneratorConfigError(
+                    f"every prompt of the first batch failed ({len(images)} of {len(images)}), the first with "
+                    f"{images[0].reason}",
+                    "fix what that reason names (usually a generator.<arg> value), then rerun"), self.generator_label)
+            self._drawn_any = True
             for (i, _prompt, _seed, path), image in zip(chunk, images):
                 if isinstance(image, GenerationFailure):
                     failed.setdefault(i, image.reason)
                 else:
-                    atomic_write(path, lambda fh, img=image: img.convert("RGB").save(fh, format="PNG"))
+                    self._save(path, image)
+        if failed:
+            # lmms-eval's text-to-image tasks score a doc without an image, not skip it (WISE: 0,
+            # status "missing_image"), so the task's number includes these as zeros
+            first = next(iter(failed.values()))
+            eval_logger.warning(
+                f"t2i: {len(failed)} of {len(requests)} prompts have no image (first reason: {first}); the "
+                "task scores each as it scores a missing image (WISE: 0); the samples file holds every reason")
         results = []
         for i, request in enumerate(requests):
             answer: dict[str, Any] = {"text": "", "images": [str(p) for p in paths[i] if p.is_file()]}
@@ -110,6 +121,14 @@ class TextToImageModel(lmms):
                 answer.update(status="failed", reason=failed[i], doc_id=request.args[3])
             results.append(json.dumps(answer))
         return results
+
+    def _save(self, path: Path, image: Any) -> None:
+        try:
+            atomic_write(path, lambda fh: image.convert("RGB").save(fh, format="PNG"))
+        except OSError as exc:  # disk full, read-only: one line, not a traceback and exit 0
+            raise from_exception(exc, f"--model t2i cannot write its images to {self.output_dir}",
+                                 "pass --model_args output_dir=<a writable folder with space>, then rerun "
+                                 "(images already written are reused)") from exc
 
     def loglikelihood(self, requests):
         raise NotImplementedError("the t2i model only generates images")

@@ -65,6 +65,7 @@ from ...core.keys import atomic_write, json_nulls, stable_hash, strict_json
 from ...core.registry import lookup
 from ...engine import held
 from ...engine.store import ChainLocation
+from ...engine.verify import text_cut_summary
 from ..functional.intervals import bootstrap_intervals, check_spec, no_interval
 
 __all__ = [
@@ -667,6 +668,9 @@ class ChainScorer:
             "failed_docs": failed[:MAX_FAILED_LISTED],
             "failed_docs_total": len(failed),
         }
+        budget = text_cut_summary((Path(r.namespace) / r.folder, r.hops) for r in records)
+        if budget:  # the share of drawn descriptions each text encoder cut (engine.verify)
+            payload["text_budget"] = budget
         payload, nulls = json_nulls(payload)
         payload["null_reasons"] = {p: self.null_reason(p, report) for p in nulls}
         blob = strict_json(payload, indent=2, sort_keys=True, default=str).encode("utf-8")
