@@ -79,6 +79,9 @@ def test_every_diffusers_family_draws_a_chain(tmp_path):
     _write("generator", entries, seconds)
     failed = {f: e for f, e in entries.items() if not e["passed"]}
     assert not failed, f"{failed}\n{proc.stderr[-3000:]}"
+    # each chain was drawn by its own replica (the store keys chains by the generator)
+    drawn = {json.loads(p.read_text())["generator"] for p in (tmp_path / "art").rglob("protocol.json")}
+    assert len(drawn) == len(FAMILIES), drawn
 
 
 class _Describer(StubHandler):
@@ -119,6 +122,11 @@ def test_every_describer_class_describes_a_chain(tmp_path):
     failed = {n: e for n, e in entries.items() if not e["passed"] and not e.get("skipped")}
     assert not failed, f"{failed}\n{proc.stderr[-3000:]}"
     assert server.count == DOCS * 3  # the stub answered every openai description
+    # each chain was described by its own class (the store keys chains by the describer)
+    described = {json.loads(p.read_text())["describer"] for p in (tmp_path / "art").rglob("protocol.json")}
+    for name, entry in entries.items():
+        if entry.get("passed"):
+            assert any(d.startswith(f"{entry['class']}-") for d in described), (name, described)
 
 
 def _vllm_missing() -> str:
