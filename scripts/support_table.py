@@ -82,7 +82,7 @@ def render(results_dir: Path) -> str:
         versions = ", ".join(f"{k} {v}" for k, v in sorted(data.get("versions", {}).items()))
         parts.append(
             f"\n## {title}\n\n{passed} of {len(entries)} passed; one `lmms-eval --config` call for all of them, "
-            f"{data.get('wall_seconds')} s on a CPU ({versions}).\n\n"
+            f"{data.get('wall_seconds')} s of wall time where the tests ran ({versions}).\n\n"
             "| replica | class | given as | settings | chain |\n|---|---|---|---|---|\n"
             + "\n".join(_row(name, entry) for name, entry in sorted(entries.items()))
             + "\n"
