@@ -60,8 +60,9 @@ def test_read_answer_takes_wan_folders_and_plain_paths(tmp_path):
 
 
 def test_lmms_prefix_needs_a_registered_model_type():
-    with pytest.raises(ArgumentError, match="generator=lmms:<model type>"):
-        build_generator("lmms:")
+    for bare in ("lmms:", "lmms"):
+        with pytest.raises(ArgumentError, match="generator=lmms:<model type>"):
+            build_generator(bare)
     with pytest.raises(ActionableError, match="not a registered lmms-eval model"):
         build_generator("lmms:no_such_model_type")
 
