@@ -33,7 +33,7 @@ httpx = pytest.importorskip("httpx")
 
 
 def test_generator_names():
-    assert generator_names() == ["diffusers", "openai", "smoke"]
+    assert generator_names() == ["diffusers", "lmms", "openai", "smoke"]  # lmms: given as lmms:<model type>
 
 
 def test_unknown_name_lists_allowed_and_given():

@@ -15,6 +15,7 @@ from .base import Generator, GeneratorConfigError, config_failure
 GENERATORS = Registry(
     {
         "diffusers": ".diffusers_backend:DiffusersGenerator",
+        "lmms": ".lmms_backend:LmmsGenerator",
         "openai": ".openai_backend:OpenAIImageGenerator",
         "smoke": ".smoke:SmokeGenerator",
     },
@@ -22,6 +23,10 @@ GENERATORS = Registry(
     what="name",
     context="{} generator",
 )
+
+
+#: ``generator=lmms:<model type>`` drives an image-generating lmms-eval model type
+LMMS_PREFIX = "lmms:"
 
 
 def generator_names() -> list[str]:
@@ -33,7 +38,8 @@ def build_generator(name: str, **kwargs: Any) -> Generator:
     """Build the backend called ``name`` with ``kwargs``.
 
     Args:
-        name: One of :func:`generator_names`.
+        name: One of :func:`generator_names`, or ``lmms:<model type>`` for an
+            image-generating lmms-eval model type (:mod:`.lmms_backend`).
         **kwargs: The backend's constructor arguments. Values may be the
             strings, ints, floats and bools an lmms-eval command line produces;
             each backend coerces and validates them before doing any heavy
@@ -44,6 +50,10 @@ def build_generator(name: str, **kwargs: Any) -> Generator:
             takes, or a value is unusable; the message names the argument,
             what is allowed and what came in.
     """
+    if isinstance(name, str) and name.strip().lower().startswith(LMMS_PREFIX):
+        # lmms:<model type>: the rest of the name is an lmms-eval model type, and every
+        # argument is that model's own, so the constructor check of build() cannot apply
+        return GENERATORS.load("lmms")(model=name.strip()[len(LMMS_PREFIX):], **kwargs)
     return GENERATORS.build(name, **kwargs)
 
 
