@@ -18,6 +18,7 @@ from ..core.keys import generator_name
 from . import pipeline_rules as rules
 from .base import GenerationFailure, GenerationResult
 from .common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from .lazy import GeneratorPlan
 from .weights import folder_identity, is_local_folder
 
 logger = logging.getLogger(__name__)
@@ -96,24 +97,32 @@ class DiffusersGenerator:
         self.negative_prompt = as_str("negative_prompt", negative_prompt, optional=True)
         self.revision = as_str("revision", revision, optional=True)
         # a name the pipeline does not take is refused before any weight loads, where its class is known here
-        known_cls = _pipeline_class(self.pretrained, self.revision) if pipeline is None else type(pipeline)
+        known_cls = _pipeline_class(self.pretrained, self.revision) if pipeline is None else None
         if known_cls is not None:
             rules.check_call_settings(known_cls, call_settings)
 
         self._torch = require("torch", "the diffusers generator")
         torch_device = check_device(self._torch, self.device)
+        planned = isinstance(pipeline, PlannedPipeline)
         self.dtype = resolve_dtype(self._torch, dtype_choice, torch_device, pipeline)
+        cls = pipeline.cls if planned else type(pipeline)
+        self.call_settings = rules.check_call_settings(cls, call_settings)
+        self._drop_ignored(cls)
+        if planned:  # only the artifact name is wanted: nothing is loaded, checked or logged further
+            self.pipeline, self._budget, self.text_budget = None, {}, {}
+            self.name = generator_name("diffusers", *self._key(cls, torch_device.type))
+            return
 
         if pipeline is None:
             pipeline = _load_pipeline(self.pretrained, self.dtype, self.device, self.revision)  # type: ignore[arg-type]
+            cls = type(pipeline)
+            self.call_settings = rules.check_call_settings(cls, call_settings)
+            self._drop_ignored(cls)
         if hasattr(pipeline, "set_progress_bar_config"):
             # A tqdm bar per batch drowns the harness's own progress output.
             pipeline.set_progress_bar_config(disable=True)
         self.pipeline = pipeline
-        cls = type(pipeline)
-        self.call_settings = rules.check_call_settings(cls, call_settings)
         self._check_sizes(pipeline)
-        self._drop_ignored(cls)
         if rules.uses_resolution_binning(cls, self.call_settings):
             logger.warning(
                 "diffusers: %s bins sizes: it draws at the aspect-ratio bin of its native resolution nearest to "
@@ -128,15 +137,31 @@ class DiffusersGenerator:
             logger.info("diffusers: %s reads %s of each prompt; the tokens cut are recorded per hop",
                         cls.__name__, ", ".join(f"{t} tokens with {e} ({m})" for e, (m, _tok, t) in budget.items()))
 
-        self.name = generator_name("diffusers", *self._key(pipeline, torch_device.type))
+        self.name = generator_name("diffusers", *self._key(cls, torch_device.type))
 
-    def _key(self, pipeline: Any, device_type: str) -> tuple[str, dict[str, Any]]:
+    @classmethod
+    def plan(cls, **kwargs: Any) -> GeneratorPlan | None:
+        """This generator's artifact name without loading weights (``generators.lazy``), or None
+        where the pipeline's class is not at hand (a hub id not downloaded yet: build it)."""
+        if kwargs.get("pipeline") is not None or kwargs.get("pretrained") is None:
+            return None  # an injected pipeline is loaded already; no pretrained: the constructor says why
+        torch = require("torch", "the diffusers generator")
+        pipeline_cls = _pipeline_class(str(kwargs["pretrained"]), kwargs.get("revision"))
+        if pipeline_cls is None:
+            return None
+        choice = as_choice("dtype", kwargs.get("dtype", "auto"), DTYPES)
+        device = check_device(torch, str(as_str("device", kwargs.get("device", "cuda"))))
+        dtype = resolve_dtype(torch, choice, device, None)
+        probe = cls(**{**kwargs, "dtype": dtype, "pipeline": PlannedPipeline(pipeline_cls, getattr(torch, dtype))})
+        return GeneratorPlan(probe.name, probe.batch_size)
+
+    def _key(self, pipeline_cls: type, device_type: str) -> tuple[str, dict[str, Any]]:
         """The label and the settings that name this generator's artifacts."""
-        label = self.pretrained or type(pipeline).__name__
+        label = self.pretrained or pipeline_cls.__name__
         identity = label
         if self.pretrained is not None and is_local_folder(self.pretrained):
             # a moved folder keeps its images, weights replaced in place do not
-            label, identity = type(pipeline).__name__, f"weights:{folder_identity(self.pretrained)}"
+            label, identity = pipeline_cls.__name__, f"weights:{folder_identity(self.pretrained)}"
         settings: dict[str, Any] = {
             "pretrained": identity,
             "steps": self.steps,
@@ -169,7 +194,9 @@ class DiffusersGenerator:
     def _drop_ignored(self, cls: type) -> None:
         settings = {**self.call_settings, "negative_prompt": self.negative_prompt}
         for setting, why in rules.ignored_settings(cls, settings).items():
-            logger.warning("diffusers: generator.%s is ignored and left out of the artifact key: %s", setting, why)
+            if (cls, setting) not in _WARNED_IGNORED:  # once per process: a plan and its build both get here
+                _WARNED_IGNORED.add((cls, setting))
+                logger.warning("diffusers: generator.%s is ignored and left out of the artifact key: %s", setting, why)
             if setting == "negative_prompt":
                 self.negative_prompt = None
             else:
@@ -271,6 +298,18 @@ def _pixels(arg: str, value: Any) -> int | None:
     if pixels is not None and pixels % 8:
         raise ArgumentError(f"{arg}: expected a multiple of 8 or none; got {value!r}")
     return pixels
+
+
+_WARNED_IGNORED: set[tuple[type, str]] = set()
+
+
+class PlannedPipeline:
+    """Stands in for a pipeline not loaded yet while its generator's name is computed: the
+    class its ``model_index.json`` names and the dtype it would load in."""
+
+    def __init__(self, cls: type, dtype: Any) -> None:
+        self.cls = cls
+        self.dtype = dtype
 
 
 def _pipeline_class(pretrained: str | None, revision: str | None) -> type | None:

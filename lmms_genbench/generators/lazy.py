@@ -4,9 +4,9 @@ A run whose every hop is stored draws nothing, so it should load nothing (issue 
 front the cycle model needs only the generator's name (it keys the artifact store) and
 its batch size. A backend states both without loading through a classmethod
 ``plan(**kwargs) -> GeneratorPlan`` that checks every argument as its constructor does;
-the diffusers backend is planned here, by building it around a stand-in pipeline of the
-dtype the real one would be loaded in (its name reads only the dtype of a pipeline).
-A backend without a plan is built at once, as before.
+the diffusers backend plans around the pipeline class its ``model_index.json`` names.
+A backend without a plan (or whose plan is None: a diffusers hub id not downloaded yet) is
+built at once, as before.
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.args import as_choice, as_str
-from ..core.deps import require
 from .base import GenerationResult, Generator
-from .common import DTYPES, check_device, resolve_dtype
 
 __all__ = ["GeneratorPlan", "LazyGenerator", "plan_generator"]
 
@@ -60,26 +57,16 @@ class LazyGenerator:
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
         return self.load().generate(prompts, seeds)
 
+    @property
+    def text_budget(self) -> dict[str, int]:
+        """The loaded generator's tokens per text encoder (known once it has drawn)."""
+        return dict(getattr(self.loaded, "text_budget", None) or {})
+
+    def text_cuts(self, prompts: Sequence[str]) -> list[dict[str, int]]:
+        return self.load().text_cuts(prompts)
+
     def __repr__(self) -> str:
         return f"LazyGenerator(name={self.name!r}, loaded={self.loaded is not None})"
-
-
-class _StandIn:
-    """Takes a pipeline's place while a name is computed: only its dtype is read."""
-
-    def __init__(self, dtype: Any) -> None:
-        self.dtype = dtype
-
-
-def _plan_diffusers(cls: type, **kwargs: Any) -> GeneratorPlan | None:
-    if kwargs.get("pipeline") is not None or kwargs.get("pretrained") is None:
-        return None  # an injected pipeline is loaded already; no pretrained: the constructor says why
-    torch = require("torch", "the diffusers generator")
-    choice = as_choice("dtype", kwargs.get("dtype", "auto"), DTYPES)
-    device = check_device(torch, str(as_str("device", kwargs.get("device", "cuda"))))
-    dtype = resolve_dtype(torch, choice, device, None)
-    probe = cls(**{**kwargs, "dtype": dtype, "pipeline": _StandIn(getattr(torch, dtype))})
-    return GeneratorPlan(probe.name, probe.batch_size)
 
 
 def plan_generator(name: str, kwargs: dict[str, Any]) -> GeneratorPlan | None:
@@ -94,8 +81,6 @@ def plan_generator(name: str, kwargs: dict[str, Any]) -> GeneratorPlan | None:
     if not isinstance(name, str) or name.strip().lower() not in GENERATORS:
         return None
     key = GENERATORS.canonical(name)
-    if key == "diffusers":
-        return GENERATORS.call(key, _plan_diffusers, **kwargs)
     planner = getattr(GENERATORS.load(key), "plan", None)
     if planner is None:
         return None
