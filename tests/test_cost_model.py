@@ -67,3 +67,11 @@ def test_bad_rate_names_the_argument(cost, capsys):
         cost.main(["--rate", "paint=3"])
     assert exc.value.code == 2
     assert "--rate takes STAGE=SECONDS" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/cost.md"])
+def test_the_docs_show_the_table_the_script_prints(cost, doc):
+    """The cost table has one home, benchmarks/cost.py; the docs show what it prints."""
+    rows = [line for line in cost.table(cost.RATES["h100-real-size"]).splitlines()]
+    text = (ROOT / doc).read_text()
+    assert all(row in text for row in rows), f"{doc}: rerun python benchmarks/cost.py and paste its table"
