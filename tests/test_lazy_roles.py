@@ -128,10 +128,13 @@ def test_a_generator_that_fails_at_first_use_is_one_line(tmp_path, counting, mon
     model.task_dict = {"sdp": {"test": [{"chain_id": "c0", "image": Image.new("RGB", (8, 8), (1, 2, 3))}]}}
     with pytest.raises(ActionableError, match=r"the generator counting did not load .*OSError: weights gone"):
         model.generate_until([_request(0, {"iterations": 1, "generate_prompt": "{description}"})])
+    # with something to draw it loads before the first describe: its errors (and a diffusers
+    # pipeline's size rules) stop the run before any describing (issue 21)
+    assert "describer" not in counting
 
 
 def test_planned_names_are_the_built_names(tmp_path):
-    """The diffusers plan (a stand-in pipeline) and the smoke plan name the store as loading does."""
+    """The diffusers plan (the class model_index.json names) and the smoke plan name the store as loading does."""
     from lmms_genbench.smoke.diffusion import build_tiny_pipeline
 
     smoke = {"seed": 3, "size": 32, "steps": 1}

@@ -199,6 +199,8 @@ class CycleEngine:
                 while todo:
                     waves, idle = plan(self, todo, size, stats)
                     bar.update(idle)
+                    if any(_draws_ahead(chain) for wave in waves for chain in wave.chains):
+                        _load(self.generator)
                     runner.all(waves)
                     todo = [c for c in todo if c.deferred]
                     if todo:  # held by another run: wait until it is done, then read what it stored
@@ -228,6 +230,22 @@ class CycleEngine:
 
         stats.wall_seconds = time.perf_counter() - started
         return [chains[str(j.location.directory)].outcome for j in jobs], stats
+
+
+def _draws_ahead(chain) -> bool:
+    """Whether a chain with work has an image hop left to draw."""
+    spec = chain.outcome.spec
+    return any(spec.kind(h) == "image" for h in range(max(chain.hop or 1, 1), spec.hops + 1))
+
+
+def _load(generator) -> None:
+    """A generator that loads at first use (``generators.lazy``) loads before the first
+    describe when there is something to draw: its load errors and size rules stop the run
+    before any describing, as when it was built at start; a run with nothing to draw never
+    loads it."""
+    load = getattr(generator, "load", None)
+    if callable(load):
+        load()
 
 
 @contextmanager
