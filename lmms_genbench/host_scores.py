@@ -73,10 +73,16 @@ def fill(task_output: Any) -> int:
                 sample[cluster_key] = found[1]
             filled += 1
     for (metric, _filter), items in list(getattr(task_output, "sample_metrics", {}).items()):
+        scored = []
         for i, item in enumerate(items):
             found = _score_of((item,))
             if found is not None and found[2] == metric:
-                items[i] = {score_key: found[0], **({cluster_key: found[1]} if cluster_key else {})}
+                scored.append((i, (item.record.folder, item.record.namespace),
+                               {score_key: found[0], **({cluster_key: found[1]} if cluster_key else {})}))
+        # in chain order, not gather order: lmms-eval's CLT and clustered errors sum these
+        # floats, and the sums should not depend on how many processes ran the task
+        for i, (_i, _key, replacement) in zip([i for i, _k, _r in scored], sorted(scored, key=lambda s: s[1])):
+            items[i] = replacement
     return filled
 
 

@@ -87,6 +87,22 @@ def test_fill_writes_each_scored_docs_score_and_cluster_and_the_headline_items()
     assert str(s0["gc@3"]) == "ok"
 
 
+def test_the_filled_items_are_in_chain_order_whatever_the_gather_order():
+    """lmms-eval sums the items for its CLT and clustered errors in list order; in chain order
+    the two-machine run's sums equal the single run's to the last bit (tests/test_scale_e2e.py)."""
+    records = [_record(c) for c in ("d", "a", "c", "b")]
+    report = {"iterations": 3, "doc_scores": {"chain_ids": ["a", "b", "c", "d"], "columns": {
+        "gc": [0.1, 0.2, 0.3, 0.4], "category": ["x", "y", "x", "y"]}}}
+    GENCEPTION.remember_host_scores(records, report)
+    failed = _record("e", status="failed")
+    out = _task_output([records[0], failed, *records[1:]], {"score_key": "score", "cluster_key": "category"})
+    host_scores.fill(out)
+    items = out.sample_metrics[("gc@3", "none")]
+    assert [i["score"] for i in items if isinstance(i, dict)] == [0.1, 0.2, 0.3, 0.4]
+    assert isinstance(items[1], MetricItem)  # an unscored doc keeps its place
+    assert [s["score"] for s in out.logged_samples if "score" in s] == [0.4, 0.1, 0.3, 0.2]  # samples: as logged
+
+
 def test_fill_leaves_other_tasks_and_unscored_chains_alone():
     plain = SimpleNamespace(task_config={}, logged_samples=[{"doc_id": 0, "exact_match": 1.0}],
                             sample_metrics={("exact_match", "none"): [1.0]})
