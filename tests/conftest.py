@@ -39,3 +39,14 @@ def smoke_run(tmp_path_factory):
     from .smoke_run import run_smoke_tasks
 
     return run_smoke_tasks(tmp_path_factory.mktemp("smoke"))
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """GenCeption scored with a mean-colour encoder (tests/test_mmeception.py), FID off."""
+    import lmms_genbench.metrics.networks.encoders as encoders
+
+    from .test_mmeception import MeanColourEncoder
+
+    monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
+    monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")

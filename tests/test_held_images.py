@@ -15,17 +15,6 @@ from .test_cycle_model import _model, _request
 
 
 @pytest.fixture
-def offline(monkeypatch):
-    """GenCeption scored with a mean-colour encoder, FID off."""
-    import lmms_genbench.metrics.networks.encoders as encoders
-
-    from .test_mmeception import MeanColourEncoder
-
-    monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
-    monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
-
-
-@pytest.fixture
 def opens(monkeypatch):
     """Every image file PIL opens, by any path in this process (the engine's, the scorer's)."""
     seen = []

@@ -54,17 +54,6 @@ class CountingVlm:
 
 
 @pytest.fixture
-def offline(monkeypatch):
-    """GenCeption scored with a mean-colour encoder, FID off."""
-    import lmms_genbench.metrics.networks.encoders as encoders
-
-    from .test_mmeception import MeanColourEncoder
-
-    monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
-    monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
-
-
-@pytest.fixture
 def counting(monkeypatch):
     import lmms_eval.models
 

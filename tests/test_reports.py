@@ -14,15 +14,9 @@ from lmms_genbench.metrics.scorers import base
 from lmms_genbench.metrics.scorers.base import MetricItem
 from lmms_genbench.metrics.scorers.genception import GenCeptionScorer
 
-from .test_mmeception import MeanColourEncoder, _chain
+from .test_mmeception import _chain
 
 RED = (255, 0, 0)
-
-
-@pytest.fixture
-def offline(monkeypatch):
-    monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
-    monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
 
 
 def _records(tmp_path):
