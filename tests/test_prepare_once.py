@@ -39,7 +39,6 @@ def test_genception_prepares_each_chain_once(tmp_path, monkeypatch, offline):
     _check_once(calls, records, written, scorer)
 
 
-offline = test_reports.offline
 fakes = test_mcd.fakes
 
 
