@@ -25,6 +25,7 @@ from typing import Any
 from ..core.keys import atomic_write
 from .gallery import Thumbnails, build_cards, doc_order
 from .runs import Run, RunError, TaskRun, load_run
+from ..core.args import check_int
 
 __all__ = ["ReportResult", "build_context", "fmt", "render", "write_report"]
 
@@ -329,8 +330,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path, labels: Sequence[
     if labels is not None and (len(labels) != len(paths) or not all(str(x).strip() for x in labels)):
         raise ValueError(f"got {len(labels)} label(s) for {len(paths)} results file(s); give one non-empty label per file")
     for name, value in (("thumb_px", thumb_px), ("page_size", page_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_int(name, value, minimum=1, what="a positive integer")
     started = time.perf_counter()
     result = ReportResult()
     runs, kept = [], []

@@ -13,6 +13,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 # Strings a command line uses to mean "no value" for an optional argument.
 _NONE_STRINGS = frozenset({"", "none", "null"})
 
@@ -35,10 +37,31 @@ def is_unset(value: Any) -> bool:
 def finite_or_none(value: Any) -> float | None:
     """``value`` as a float if it is a finite real number, else None: "N/A", NaN,
     infinities, bools (``True`` is not a score) and non-numbers all read as "no value"."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         return None
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def is_number(value: Any) -> bool:
+    """True for a real number that is not a bool (``True`` is neither a count nor a score)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def is_whole(value: Any) -> bool:
+    """True for an int (numpy's included) that is not a bool."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, what: str = "") -> int:
+    """``value`` itself if it is an int of at least ``minimum``, else ValueError naming ``name``.
+
+    Strict where :func:`as_int` coerces: a Python caller passing ``"4"`` or ``2.0`` made a
+    mistake. ``what`` overrides the description ("a positive integer (pixels)")."""
+    if is_whole(value) and (minimum is None or value >= minimum):
+        return int(value)
+    allowed = what or ("an integer" + (f" >= {minimum}" if minimum is not None else ""))
+    raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
 
 def as_int(

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .hub import PARQUET_EXPORT, HubCopy, HubTable, load_table
+from ..core.args import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -207,10 +208,8 @@ def resample_nd400(
     """
     import numpy as np
 
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
-    if isinstance(per_source, bool) or not isinstance(per_source, int) or per_source < 1:
-        raise ValueError(f"per_source must be an integer >= 1, got {per_source!r}")
+    check_int("seed", seed)
+    check_int("per_source", per_source, minimum=1)
     rng = np.random.default_rng(seed)
     rows: list[dict[str, str]] = []
     for name, spec in sources.items():

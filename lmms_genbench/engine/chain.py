@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .store import ChainLocation
+from ..core.args import check_int
 
 Direction = Literal["image_first", "text_first"]
 Kind = Literal["image", "text"]
@@ -87,9 +88,7 @@ class Chain:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}, got {self.direction!r}")
         for name in ("length", "hops"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+            check_int(name, getattr(self, name), minimum=0)
 
     @property
     def ok(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from .vocab import byte_level_vocab
+from ..core.args import is_whole
 
 __all__ = ["TinyCLIP", "TinyViT", "tiny_clip", "tiny_owlv2", "tiny_vit"]
 
@@ -28,7 +29,7 @@ class TinyCLIP(NamedTuple):
 
 
 def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if not is_whole(seed):
         raise TypeError(f"seed must be an integer, got {seed!r}")
     return seed
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .estimators import Table, as_table, check_spec, estimate, estimator_of
+from ...core.args import check_int
 
 __all__ = ["METHOD", "bootstrap_interval", "bootstrap_intervals", "no_interval", "paired_bootstrap", "resample_weights"]
 
@@ -115,8 +116,7 @@ def no_interval(reason: str, **extra: Any) -> dict[str, Any]:
 
 
 def _check_run(n_resamples: int, level: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
-        raise ValueError(f"n_resamples must be an integer >= 0, got {n_resamples!r}")
+    check_int("n_resamples", n_resamples, minimum=0)
     if not isinstance(level, (int, float)) or not 0 < level < 1:
         raise ValueError(f"level must lie strictly between 0 and 1, got {level!r}")
 

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ...core.args import check_int
+
 __all__ = ["FrechetReference", "FrechetStats", "frechet_distance"]
 
 logger = logging.getLogger(__name__)
@@ -159,10 +161,8 @@ class FrechetStats:
     __slots__ = ("_dim", "_m2", "_mean", "_n", "_rows")
 
     def __init__(self, dim: int | None = None) -> None:
-        if dim is not None and (
-            isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1
-        ):
-            raise ValueError(f"dim must be a positive integer or None, got {dim!r}")
+        if dim is not None:
+            check_int("dim", dim, minimum=1, what="a positive integer or None")
         self._dim: int | None = None if dim is None else int(dim)
         self._n: int = 0
         self._mean: np.ndarray | None = None

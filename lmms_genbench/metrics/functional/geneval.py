@@ -97,6 +97,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.registry import lookup
+from ...core.args import check_int, is_whole
 
 __all__ = [
     "COLORS",
@@ -197,10 +198,8 @@ class GenEvalRules:
         )
         _check_unit("nms_iou", self.nms_iou, low_open=True, high_closed=True)
         m = self.max_objects
-        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
-            raise ValueError(
-                f"max_objects must be a positive integer or None, got {m!r}"
-            )
+        if m is not None:
+            check_int("max_objects", m, minimum=1, what="a positive integer or None")
         p = self.position_threshold
         if not _is_real(p) or not math.isfinite(p) or p < 0:
             raise ValueError(
@@ -283,8 +282,7 @@ def _check_tag(tag: Any) -> str:
 
 
 def _check_count(where: str, count: Any) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"{where}['count'] must be a positive integer, got {count!r}")
+    check_int(f"{where}['count']", count, minimum=1, what="a positive integer")
     return count
 
 
@@ -379,7 +377,7 @@ def _check_image_size(image_size: Any) -> tuple[int, int]:
         or not isinstance(image_size, Sequence)
         or len(image_size) != 2
         or any(
-            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in image_size
+            not is_whole(v) or v < 1 for v in image_size
         )
     ):
         raise ValueError(
@@ -670,8 +668,7 @@ class GenEvalStats:
         """Add ``correct`` of ``total`` images at once (e.g. counts from another worker)."""
         _check_tag(tag)
         for name, v in (("correct", correct), ("total", total)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {v!r}")
+            check_int(name, v, minimum=0)
         if correct > total:
             raise ValueError(
                 f"correct must be <= total, got correct={correct}, total={total}"

@@ -37,6 +37,7 @@ from typing import Any
 
 from .common import ModelCache, cast_modules, check_batch_size, check_device, check_dtype, to_rgb_images
 from ...smoke.vision import tiny_clip, tiny_vit
+from ...core.args import check_int
 
 __all__ = [
     "LONG_TEXT_MODES",
@@ -331,8 +332,7 @@ class CenterCropPreprocessor:
         std: Sequence[float] = IMAGENET_STD,
     ) -> None:
         for name, value in (("resize", resize), ("crop", crop)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer (pixels), got {value!r}")
+            check_int(name, value, minimum=1, what="a positive integer (pixels)")
         if crop > resize:
             raise ValueError(f"crop must be at most resize ({resize}), got {crop}")
         for name, value in (("mean", mean), ("std", std)):
