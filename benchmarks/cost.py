@@ -3,6 +3,7 @@
     python benchmarks/cost.py                          # every workload at the measured preset
     python benchmarks/cost.py --rate describe=2.0 --rate draw=1.1 --rate encode=0.006
     python benchmarks/cost.py --from-store ./artifacts/<describer>/<generator>/<task namespace>
+    python benchmarks/cost.py --from-results ./logs/<model>/<date>_results.json
     python benchmarks/cost.py --json
 
 Counts are exact: chains come from the datasets' documented sizes (``DOCS`` below, sources
@@ -13,9 +14,10 @@ missing, and failed requests retried by a client add to them.
 
 Times are ``calls x seconds per item``. Rates are seconds per item at the batch sizes they were
 measured with: a preset (``RATES``, with the date and machine that measured it), your own
-``--rate stage=seconds``, or a finished run's own figures (``--from-store``: the engine's
-``describe_seconds / describe_items`` and ``generate_seconds / generate_items`` in the
-namespace's ``runs.jsonl``). A stage without a rate prints ``-``: nothing is guessed.
+``--rate stage=seconds``, or a finished run's own figures: the engine's ``describe_seconds /
+describe_items`` and ``generate_seconds / generate_items``, from the namespace's ``runs.jsonl``
+(``--from-store``) or from the results file's ``throughput`` (``--from-results``), both read by
+``lmms_genbench.analysis.rates``. A stage without a rate prints ``-``: nothing is guessed.
 Describe time is scaled linearly from the measured new tokens to the task's
 ``max_new_tokens`` (an upper bound: prefill is counted as decode and replies may stop early).
 """
@@ -116,18 +118,27 @@ def autobench_counts() -> dict:
 
 def rates_from_store(namespace: Path) -> dict:
     """Seconds per item of the last run in a namespace that computed anything."""
-    runs = [json.loads(line) for line in (namespace / "runs.jsonl").read_text().splitlines() if line.strip()]
-    runs = [r["run"] for r in runs if r.get("run", {}).get("describe_items") or r.get("run", {}).get("generate_items")]
-    if not runs:
+    from lmms_genbench.analysis.rates import rates_from_runs_jsonl
+
+    found = rates_from_runs_jsonl(namespace / "runs.jsonl")
+    if not found:
         raise SystemExit(f"cost: {namespace / 'runs.jsonl'} has no run that computed a hop; "
                          "pass a namespace of a run that described or drew something")
-    run = runs[-1]
-    rates = {"measured": f"this store's last computing run ({namespace})"}
-    if run.get("describe_items"):
-        rates["describe"] = run["describe_seconds"] / run["describe_items"]
-    if run.get("generate_items"):
-        rates["draw"] = run["generate_seconds"] / run["generate_items"]
-    return rates
+    return {"measured": f"this store's last computing run ({namespace})",
+            **{stage: rate["seconds_per_item"] for stage, rate in found.items()}}
+
+
+def rates_from_results(path: Path) -> dict:
+    """Seconds per item that an lmms-eval results file's ``throughput`` holds (the cycle model logs
+    them there)."""
+    from lmms_genbench.analysis.rates import rates_from_throughput
+
+    found = rates_from_throughput(json.loads(path.read_text(encoding="utf-8")).get("throughput"))
+    if not found:
+        raise SystemExit(f"cost: {path} has no describe or draw rate in its 'throughput'; pass the results "
+                         "file of a --model cycle run that described or drew something")
+    return {"measured": f"this run's own figures ({path})",
+            **{stage: rate["seconds_per_item"] for stage, rate in found.items()}}
 
 
 def hours(counts: dict, rates: dict) -> dict:
@@ -176,12 +187,16 @@ def main(argv=None) -> int:
     parser.add_argument("--rate", action="append", default=[], metavar="STAGE=SECONDS",
                         help=f"seconds per item for a stage ({', '.join(STAGES)}); overrides the preset")
     parser.add_argument("--describe-tokens", type=int, help="new tokens the describe rate was measured at")
-    parser.add_argument("--from-store", type=Path, help="a task namespace folder holding runs.jsonl")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--from-store", type=Path, help="a task namespace folder holding runs.jsonl")
+    source.add_argument("--from-results", type=Path, help="an lmms-eval *_results.json of a --model cycle run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     rates = dict(RATES[args.preset])
     if args.from_store is not None:
         rates = rates_from_store(args.from_store)
+    if args.from_results is not None:
+        rates = rates_from_results(args.from_results)
     entered = []
     for item in args.rate:
         stage, _, value = item.partition("=")

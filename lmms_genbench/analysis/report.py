@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.keys import atomic_write
 from .gallery import Thumbnails, build_cards, doc_order
+from .rates import rates_from_throughput
 from .runs import Run, RunError, TaskRun, load_run
 from ..core.args import check_int
 
@@ -207,6 +208,14 @@ def _figures(task: str, task_runs: Sequence[TaskRun | None], plotted: Sequence[A
     return figures
 
 
+def _measured(run: Run) -> str:
+    """The run's own seconds per hop, as the cycle model logged them to lmms-eval."""
+    found = rates_from_throughput(run.throughput)
+    parts = [f"{stage} {fmt(rate['seconds_per_item'])} s/hop ({rate['items']:.4g} hops per call)"
+             for stage, rate in found.items()]
+    return " · ".join(parts) or "—"
+
+
 # ----------------------------------------------------------------------------- the page
 def _labels(runs: Sequence[Run], given: Sequence[str] | None) -> list[str]:
     labels = list(given) if given is not None else [run.label for run in runs]
@@ -287,7 +296,7 @@ def build_context(runs: Sequence[Run], labels: Sequence[str] | None = None, thum
         "title": title or "lmms-genbench report",
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "runs": [{"label": labels[i], "path": str(run.path), "date": run.date, "model": run.model,
-                  "tasks": list(run.tasks)} for i, run in enumerate(runs)],
+                  "tasks": list(run.tasks), "rates": _measured(run)} for i, run in enumerate(runs)],
         "tasks": tasks,
         "cards": cards,
         "groups": sorted({c.group for c in cards if c.group}),

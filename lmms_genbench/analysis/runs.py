@@ -98,6 +98,8 @@ class Run:
     date: str
     tasks: dict[str, TaskRun]
     config: dict[str, Any] = field(default_factory=dict)
+    #: lmms-eval's ``"throughput"`` summary (the cycle model's engine figures; see :mod:`.rates`)
+    throughput: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -233,4 +235,5 @@ def load_run(path: str | Path) -> Run:
         date=date,
         tasks=tasks,
         config=config,
+        throughput=dict(data.get("throughput") or {}) if isinstance(data.get("throughput"), dict) else {},
     )

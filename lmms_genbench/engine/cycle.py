@@ -102,6 +102,7 @@ class RunStats:
     seeds_stored: int = 0
     describe_calls: int = 0
     describe_items: int = 0
+    describe_words: int = 0  # whitespace-split words of the accepted descriptions
     generate_calls: int = 0
     generate_items: int = 0
     hops_computed: int = 0
