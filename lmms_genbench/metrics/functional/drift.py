@@ -12,6 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ...core.args import check_int
+from .arrays import float64_array
+
 __all__ = ["MAPPINGS", "DriftStats", "mcd"]
 
 MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
@@ -19,15 +22,7 @@ MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
 
 # --------------------------------------------------------------------------- eqs. 1-2
 def _as_matrix(similarities: Any) -> np.ndarray:
-    if hasattr(similarities, "detach"):  # torch.Tensor, without importing torch
-        similarities = similarities.detach().cpu().numpy()
-    try:
-        arr = np.asarray(similarities, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(
-            "similarities must be a numeric docs x generations array, "
-            f"got {type(similarities).__name__}"
-        ) from None
+    arr = float64_array(similarities, "similarities", "a numeric docs x generations array")
     if arr.ndim != 2:
         raise ValueError(
             f"similarities must be 2-D (docs x generations), got shape {arr.shape}"
@@ -117,20 +112,8 @@ class DriftStats:
         Returns ``self`` for chaining.
         """
         _check_mapping(mapping)
-        if (
-            isinstance(generation, bool)
-            or not isinstance(generation, (int, np.integer))
-            or generation < 1
-        ):
-            raise ValueError(f"generation must be an integer >= 1, got {generation!r}")
-        if hasattr(values, "detach"):
-            values = values.detach().cpu().numpy()
-        try:
-            arr = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"values must be numeric similarities, got {type(values).__name__}"
-            ) from None
+        check_int("generation", generation, minimum=1)
+        arr = float64_array(values, "values", "numeric similarities")
         if arr.ndim > 1:
             raise ValueError(f"values must be a scalar or 1-D, got shape {arr.shape}")
         arr = arr.reshape(-1)

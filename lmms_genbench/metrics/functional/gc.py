@@ -17,6 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...core.args import check_int
+from .arrays import float64_array
+
 __all__ = [
     "gc_at_t",
     "gc_at_t_rows",
@@ -34,19 +37,13 @@ def gc_weights(T: int) -> np.ndarray:
     Args:
         T: number of generation steps, at least 1.
     """
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-        raise ValueError(f"T must be an integer >= 1, got {T!r}")
+    check_int("T", T, minimum=1)
     t = np.arange(1, int(T) + 1, dtype=np.float64)
     return t / t.sum()
 
 
 def _as_finite_1d(values: ArrayLike1D, name: str) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be a sequence of numbers, got {values!r}"
-        ) from exc
+    arr = float64_array(values, name, "a sequence of numbers")
     if arr.ndim != 1:
         raise ValueError(
             f"{name} must be one-dimensional (values for t = 1..T), got an array of shape {arr.shape}"

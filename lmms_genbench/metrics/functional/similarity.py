@@ -6,20 +6,13 @@ from typing import Any
 
 import numpy as np
 
+from .arrays import float64_array
+
 __all__ = ["cosine_similarity", "l2_normalize"]
 
 
 def _to_float64(x: Any, name: str) -> np.ndarray:
-    if hasattr(x, "detach") and hasattr(
-        x, "cpu"
-    ):  # torch.Tensor, without importing torch
-        x = x.detach().cpu().double().numpy()
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"{name} must be a numeric array, got {type(x).__name__}"
-        ) from exc
+    arr = float64_array(x, name)
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or inf")
     return arr
