@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 
@@ -57,62 +58,68 @@ def _save(folder: Path, tiny: Path, model: Any, processor: Any = None) -> None:
     tmp.rename(folder)
 
 
-def qwen2_vl(device: str) -> Path:
+def _real_dims(name: str, tiny_path: Callable[[], Path], model_class: Any, device: str,
+               resize: Callable[[Any], None], processor: Callable[[Path], Any] | None = None) -> Path:
+    """The folder ``name``: the tiny smoke checkpoint ``tiny_path()`` with ``resize`` applied to
+    its config, random weights (and ``processor(tiny)``'s files); written once, then reused."""
     import torch
-    from transformers import AutoConfig, Qwen2VLForConditionalGeneration
+    from transformers import AutoConfig
+
+    folder = _root() / name
+    if folder.exists():
+        return folder
+    tiny = tiny_path()
+    config = AutoConfig.from_pretrained(tiny)
+    resize(config)
+    with torch.device(device):
+        model = model_class._from_config(config, dtype=_dtype(device))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    _save(folder, tiny, model, processor(tiny) if processor is not None else None)
+    return folder
+
+
+def qwen2_vl(device: str) -> Path:
+    from transformers import Qwen2VLForConditionalGeneration
 
     from lmms_genbench.smoke.llava import tiny_qwen2_vl_path
 
-    folder = _root() / "qwen2-vl-2b-dims"
-    if folder.exists():
-        return folder
-    tiny = tiny_qwen2_vl_path()
-    config = AutoConfig.from_pretrained(tiny)
-    text = config.text_config
-    text.hidden_size, text.intermediate_size, text.num_hidden_layers = 1536, 8960, 28
-    text.num_attention_heads, text.num_key_value_heads = 12, 2
-    text.layer_types = ["full_attention"] * text.num_hidden_layers  # the tiny config lists one per tiny layer
-    text.head_dim = 128  # the tiny config states its own
-    text.rope_parameters = {**text.rope_parameters, "mrope_section": [16, 24, 24]}  # head_dim 128
-    vision = config.vision_config
-    vision.depth, vision.embed_dim, vision.num_heads, vision.mlp_ratio, vision.hidden_size = 32, 1280, 16, 4, 1536
-    with torch.device(device):
-        model = Qwen2VLForConditionalGeneration._from_config(config, dtype=_dtype(device))
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    _save(folder, tiny, model)
-    return folder
+    def qwen2_vl_2b(config: Any) -> None:
+        text = config.text_config
+        text.hidden_size, text.intermediate_size, text.num_hidden_layers = 1536, 8960, 28
+        text.num_attention_heads, text.num_key_value_heads = 12, 2
+        text.layer_types = ["full_attention"] * text.num_hidden_layers  # the tiny config lists one per tiny layer
+        text.head_dim = 128  # the tiny config states its own
+        text.rope_parameters = {**text.rope_parameters, "mrope_section": [16, 24, 24]}  # head_dim 128
+        vision = config.vision_config
+        vision.depth, vision.embed_dim, vision.num_heads, vision.mlp_ratio, vision.hidden_size = 32, 1280, 16, 4, 1536
+
+    return _real_dims("qwen2-vl-2b-dims", tiny_qwen2_vl_path, Qwen2VLForConditionalGeneration, device, qwen2_vl_2b)
 
 
 def llava(device: str) -> Path:
-    import torch
-    from transformers import AutoConfig, AutoProcessor, CLIPImageProcessor, LlavaForConditionalGeneration, LlavaProcessor
+    from transformers import AutoProcessor, CLIPImageProcessor, LlavaForConditionalGeneration, LlavaProcessor
 
     from lmms_genbench.smoke.llava import tiny_llava_path
 
-    folder = _root() / "llava-1.5-7b-dims"
-    if folder.exists():
-        return folder
-    tiny = tiny_llava_path()
-    config = AutoConfig.from_pretrained(tiny)
-    v = config.vision_config
-    v.hidden_size, v.intermediate_size, v.num_hidden_layers, v.num_attention_heads = 1024, 4096, 24, 16
-    v.image_size, v.patch_size, v.projection_dim = 336, 14, 768
-    t = config.text_config
-    t.hidden_size, t.intermediate_size, t.num_hidden_layers = 4096, 11008, 32
-    t.num_attention_heads = t.num_key_value_heads = 32
-    t.head_dim = 128  # the tiny config states its own
-    config.image_seq_length = (336 // 14) ** 2
-    with torch.device(device):
-        model = LlavaForConditionalGeneration._from_config(config, dtype=_dtype(device))
-    small = AutoProcessor.from_pretrained(tiny)
-    processor = LlavaProcessor(
-        image_processor=CLIPImageProcessor(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336}),
-        tokenizer=small.tokenizer, patch_size=14, vision_feature_select_strategy="default",
-        num_additional_image_tokens=1, chat_template=small.chat_template,
-    )
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    _save(folder, tiny, model, processor)
-    return folder
+    def llava_7b(config: Any) -> None:
+        v = config.vision_config
+        v.hidden_size, v.intermediate_size, v.num_hidden_layers, v.num_attention_heads = 1024, 4096, 24, 16
+        v.image_size, v.patch_size, v.projection_dim = 336, 14, 768
+        t = config.text_config
+        t.hidden_size, t.intermediate_size, t.num_hidden_layers = 4096, 11008, 32
+        t.num_attention_heads = t.num_key_value_heads = 32
+        t.head_dim = 128  # the tiny config states its own
+        config.image_seq_length = (336 // 14) ** 2
+
+    def processor(tiny: Path) -> Any:
+        small = AutoProcessor.from_pretrained(tiny)
+        return LlavaProcessor(
+            image_processor=CLIPImageProcessor(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336}),
+            tokenizer=small.tokenizer, patch_size=14, vision_feature_select_strategy="default",
+            num_additional_image_tokens=1, chat_template=small.chat_template,
+        )
+
+    return _real_dims("llava-1.5-7b-dims", tiny_llava_path, LlavaForConditionalGeneration, device, llava_7b, processor)
 
 
 def sd15_pipeline(device: str) -> Any:

@@ -25,10 +25,10 @@ and reduced to a warning on an lmms-eval without the method.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
+from .core.hooks import wrap_method
 from .metrics.scorers.base import HOST_SCORES, MetricItem, host_key
 
 __all__ = ["fill", "install"]
@@ -41,21 +41,15 @@ def install() -> bool:
     Idempotent; False (nothing changed) when the installed lmms-eval lacks the method."""
     from lmms_eval.evaluator_utils import TaskOutput
 
-    original = getattr(TaskOutput, "calculate_aggregate_metric", None)
-    if original is None:
-        return False
-    if getattr(original, "_lmms_genbench_hook", False):
-        return True
+    def hooked(original):
+        def calculate_aggregate_metric(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            fill(self)
+            return out
 
-    @functools.wraps(original)
-    def calculate_aggregate_metric(self, *args, **kwargs):
-        out = original(self, *args, **kwargs)
-        fill(self)
-        return out
+        return calculate_aggregate_metric
 
-    calculate_aggregate_metric._lmms_genbench_hook = True
-    TaskOutput.calculate_aggregate_metric = calculate_aggregate_metric
-    return True
+    return wrap_method(TaskOutput, "calculate_aggregate_metric", hooked)
 
 
 def fill(task_output: Any) -> int:

@@ -73,31 +73,25 @@ def install_task_path() -> bool:
     lmms-eval does not have the method this hook wraps, so a future lmms-eval
     degrades to needing ``--include_path`` instead of breaking.
     """
-    import functools
-
     from lmms_eval.tasks import TaskManager
 
-    original = getattr(TaskManager, "initialize_tasks", None)
-    if original is None:
-        return False
-    if getattr(original, "_lmms_genbench_hook", False):
-        return True
+    from .core.hooks import wrap_method
 
-    @functools.wraps(original)
-    def initialize_tasks(self, include_path=None, include_defaults=True):
-        if include_path is None:
-            paths = []
-        elif isinstance(include_path, (str, os.PathLike)):
-            paths = [str(include_path)]
-        else:
-            paths = list(include_path)
-        if TASKS_DIR not in paths:
-            paths.append(TASKS_DIR)
-        return original(self, include_path=paths, include_defaults=include_defaults)
+    def hooked(original):
+        def initialize_tasks(self, include_path=None, include_defaults=True):
+            if include_path is None:
+                paths = []
+            elif isinstance(include_path, (str, os.PathLike)):
+                paths = [str(include_path)]
+            else:
+                paths = list(include_path)
+            if TASKS_DIR not in paths:
+                paths.append(TASKS_DIR)
+            return original(self, include_path=paths, include_defaults=include_defaults)
 
-    initialize_tasks._lmms_genbench_hook = True
-    TaskManager.initialize_tasks = initialize_tasks
-    return True
+        return initialize_tasks
+
+    return wrap_method(TaskManager, "initialize_tasks", hooked)
 
 
 def _install_quietly() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from lmms_eval.utils import load_yaml_config
 
+from lmms_genbench.autobench import parse
 from lmms_genbench.autobench import prompts as P
 from lmms_genbench.autobench.balance import balanced_letters, letter_counts, move_answer
 from lmms_genbench.autobench.build import (
@@ -22,15 +23,6 @@ from lmms_genbench.autobench.build import (
 )
 from lmms_genbench.autobench.cache import CallCache
 from lmms_genbench.autobench.graph import SemanticGraph
-from lmms_genbench.autobench.parse import (
-    ParseError,
-    parse_aspects,
-    parse_description,
-    parse_guideline,
-    parse_qa,
-    parse_validation_questions,
-    parse_yes_no,
-)
 from lmms_genbench.metrics.functional.autobench import (
     EXTRACTION_RULES,
     AccuracyStats,
@@ -213,10 +205,10 @@ def _qa(**change):
 
 
 def test_parse_qa_accepts_fences_prose_and_answer_text():
-    q = parse_qa("Sure!\n```json\n" + _qa() + "\n```")
+    q = parse.parse_qa("Sure!\n```json\n" + _qa() + "\n```")
     assert q.answer == "B" and q.options == ("left", "right", "up", "down")
-    assert parse_qa(_qa(reference_answer="down")).answer == "D"
-    assert parse_qa(_qa(reference_answer="C. up")).answer == "C"
+    assert parse.parse_qa(_qa(reference_answer="down")).answer == "D"
+    assert parse.parse_qa(_qa(reference_answer="C. up")).answer == "C"
 
 
 @pytest.mark.parametrize("text,reason", [
@@ -230,8 +222,8 @@ def test_parse_qa_accepts_fences_prose_and_answer_text():
     (_qa(reference_answer=""), "missing_field"),
 ])
 def test_parse_qa_failures_have_typed_reasons(text, reason):
-    with pytest.raises(ParseError) as err:
-        parse_qa(text)
+    with pytest.raises(parse.ParseError) as err:
+        parse.parse_qa(text)
     assert err.value.reason == reason
 
 
@@ -239,20 +231,21 @@ def test_parse_other_stages():
     text = ("General Aspect: Depth\nFined-grained Aspect: Occlusion\nIntroduction: what hides what\n"
             "Fined-grained Aspect: Distance\nIntroduction: near and far\n"
             "**General Aspect:** Layout\nFine-grained Aspect: Left-right\nIntroduction: sides\n")
-    with pytest.raises(ParseError, match="too_few_aspects"):
-        parse_aspects(text, 2, 2)
-    got = parse_aspects(text, 1, 2)
+    with pytest.raises(parse.ParseError, match="too_few_aspects"):
+        parse.parse_aspects(text, 2, 2)
+    got = parse.parse_aspects(text, 1, 2)
     assert [(a.general, a.name) for a in got] == [("Depth", "Occlusion"), ("Depth", "Distance")]
-    assert parse_guideline("Aspect: a\nIntroduction: b\nGuidance: Put the cup\nbefore the jar.") == \
+    assert parse.parse_guideline("Aspect: a\nIntroduction: b\nGuidance: Put the cup\nbefore the jar.") == \
         "Put the cup before the jar."
-    d = parse_description("Aspect: a\nPrompt: A red cup on a table.\nTopic word: kitchen\nKey word: [cup, table, red]")
+    d = parse.parse_description(
+        "Aspect: a\nPrompt: A red cup on a table.\nTopic word: kitchen\nKey word: [cup, table, red]")
     assert d.prompt == "A red cup on a table." and d.topic == "kitchen" and d.keywords == ("cup", "table", "red")
-    with pytest.raises(ParseError, match="no_description"):
-        parse_description("random words")
-    assert parse_validation_questions('{"questions": ["a?", "a?", "b?", "c?"]}', 2) == ["a?", "b?"]
-    assert parse_yes_no("Yes, there is.") and not parse_yes_no("no")
-    with pytest.raises(ParseError, match="unclear_yes_no"):
-        parse_yes_no("maybe")
+    with pytest.raises(parse.ParseError, match="no_description"):
+        parse.parse_description("random words")
+    assert parse.parse_validation_questions('{"questions": ["a?", "a?", "b?", "c?"]}', 2) == ["a?", "b?"]
+    assert parse.parse_yes_no("Yes, there is.") and not parse.parse_yes_no("no")
+    with pytest.raises(parse.ParseError, match="unclear_yes_no"):
+        parse.parse_yes_no("maybe")
 
 
 def test_capability_definition():

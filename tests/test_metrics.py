@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import sys
 import threading
 import warnings
 
 import numpy as np
 import pytest
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from lmms_genbench.metrics import (
     CLIPImageEncoder,

@@ -126,16 +126,14 @@ def _text(result) -> str:
     return result if isinstance(result, str) else result.text
 
 
+def _assert_model_and_processor(folder: Path, model_type: str) -> None:
+    names = {p.name for p in folder.iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "processor_config.json"} <= names
+    assert json.loads((folder / "config.json").read_text())["model_type"] == model_type
+
+
 def test_folder_has_model_and_processor(model_dir: Path) -> None:
-    names = {p.name for p in model_dir.iterdir()}
-    assert {
-        "config.json",
-        "model.safetensors",
-        "tokenizer.json",
-        "processor_config.json",
-    } <= names
-    config = json.loads((model_dir / "config.json").read_text())
-    assert config["model_type"] == "llava"
+    _assert_model_and_processor(model_dir, "llava")
 
 
 @pytest.mark.parametrize("name", ["simple", "chat"])
@@ -295,15 +293,7 @@ def qwen_outputs(qwen_dir: Path, one_thread: None) -> dict:
 
 
 def test_qwen_folder_has_model_and_processor(qwen_dir: Path) -> None:
-    names = {p.name for p in qwen_dir.iterdir()}
-    assert {
-        "config.json",
-        "model.safetensors",
-        "tokenizer.json",
-        "processor_config.json",
-    } <= names
-    config = json.loads((qwen_dir / "config.json").read_text())
-    assert config["model_type"] == "qwen2_vl"
+    _assert_model_and_processor(qwen_dir, "qwen2_vl")
     assert smoke_describer._is_complete(qwen_dir, 0, "qwen2_vl")
     assert not smoke_describer._is_complete(qwen_dir, 0, "llava")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -346,24 +346,26 @@ def plot_results(
     target = Path(out_dir) if out_dir is not None else first_dir
     target.mkdir(parents=True, exist_ok=True)
 
-    if any(r.curves for r in runs):
-        out = target / CURVES_FILENAME
-        report.curve_labels = draw_drift_curves(runs, out)
-        report.written.append(out)
-    for run in runs:
-        if not run.curves:
-            report.notes.append(
-                f"{run.path} [{run.task}]: no s_<mapping>@<g> values; not in the drift curves"
-            )
+    report.curve_labels = _draw(report, runs, "curves", draw_drift_curves, target / CURVES_FILENAME,
+                                "no s_<mapping>@<g> values; not in the drift curves")
     if any(r.mgg for r in runs):
-        out = target / HEATMAP_FILENAME
-        report.heatmap_labels = draw_mgg_heatmap(runs, out)
-        report.written.append(out)
-        for run in runs:
-            if not run.mgg:
-                report.notes.append(
-                    f"{run.path} [{run.task}]: no mgg_<tag>@<g> values; not in the MGG heatmap"
-                )
+        report.heatmap_labels = _draw(report, runs, "mgg", draw_mgg_heatmap, target / HEATMAP_FILENAME,
+                                      "no mgg_<tag>@<g> values; not in the MGG heatmap")
     else:
         report.notes.append("no mgg_<tag>@<g> values in any results file; MGG heatmap skipped")
     return report
+
+
+def _draw(report: PlotReport, runs: list[RunResults], values: str,
+          draw: Callable[[list[RunResults], Path], list[str]], out: Path, missing: str) -> list[str]:
+    """``draw`` the figure ``out`` when a run has ``values`` (its attribute ``curves`` or
+    ``mgg``) and note each run without them (``missing``: why it is not in the figure).
+    Returns the figure's labels (none when it was not drawn)."""
+    labels = []
+    if any(getattr(r, values) for r in runs):
+        labels = draw(runs, out)
+        report.written.append(out)
+    for run in runs:
+        if not getattr(run, values):
+            report.notes.append(f"{run.path} [{run.task}]: {missing}")
+    return labels

@@ -50,17 +50,7 @@ from typing import Any
 import numpy as np
 
 from lmms_genbench.core.errors import WrongModelError
-from lmms_genbench.metrics.functional.chef import (
-    EqualWidthECE,
-    PopeCounts,
-    circular_accuracy,
-    ece_equal_mass,
-    match_ratio,
-    random_accuracy,
-    riam,
-    rr,
-    rrm,
-)
+from lmms_genbench.metrics.functional import chef as stats
 from lmms_genbench.metrics.functional.intervals import bootstrap_interval
 
 N_BINS = 10
@@ -241,14 +231,14 @@ def _value(items) -> float:
     if name == "acc":
         return _acc(ok, 0)
     if name == "acc_circular":
-        return circular_accuracy([r.get("group") for r in ok], _correct(ok, 0))
+        return stats.circular_accuracy([r.get("group") for r in ok], _correct(ok, 0))
     if name == "n_groups":
         return float(len({r.get("group") for r in ok}))
     if name == "acc_rand":
-        return random_accuracy([r["variants"][0]["n"] for r in ok])
+        return stats.random_accuracy([r["variants"][0]["n"] for r in ok])
     if name.endswith("_stderr"):
         return _stderr(name[: -len("_stderr")], ok, names)
-    acc_rand = random_accuracy([r["variants"][0]["n"] for r in ok])
+    acc_rand = stats.random_accuracy([r["variants"][0]["n"] for r in ok])
     others = list(range(1, len(names)))
     acc_other = _mean([_acc(ok, i) for i in others])
     if name in ("ece", "ece_equal_width") or name.startswith("bin"):
@@ -258,24 +248,24 @@ def _value(items) -> float:
             return float("nan")
         conf, corr = zip(*pairs)
         if name == "ece":
-            return ece_equal_mass(conf, corr, N_BINS)
-        ew = EqualWidthECE(N_BINS).update(conf, corr)
+            return stats.ece_equal_mass(conf, corr, N_BINS)
+        ew = stats.EqualWidthECE(N_BINS).update(conf, corr)
         if name == "ece_equal_width":
             return ew.value()
         b, _, kind = name[3:].partition("_")
         row = ew.reliability()[int(b)]
         return float({"acc": row["accuracy"], "conf": row["confidence"], "n": row["count"]}[kind])
     if name == "riam":
-        return riam(acc_other, _acc(ok, 0), acc_rand)
+        return stats.riam(acc_other, _acc(ok, 0), acc_rand)
     if name == "rrm":
-        return rrm(acc_other, _acc(ok, 0), acc_rand)
+        return stats.rrm(acc_other, _acc(ok, 0), acc_rand)
     if name == "rr":
-        return rr(acc_other, _acc(ok, 0))
+        return stats.rr(acc_other, _acc(ok, 0))
     if name == "match_ratio":
-        return _mean([match_ratio([r["variants"][i]["pred"] for r in ok], [r["variants"][0]["pred"] for r in ok])
+        return _mean([stats.match_ratio([r["variants"][i]["pred"] for r in ok], [r["variants"][0]["pred"] for r in ok])
                       for i in others])
     if name in _POPE:
-        counts = PopeCounts()
+        counts = stats.PopeCounts()
         for r in ok:
             v = r["variants"][0]
             counts.add(v["pred"] == 0, v["gold"] == 0)
@@ -293,10 +283,10 @@ def _value(items) -> float:
             if metric == "acc":
                 return _acc(ok, i)
             if metric == "riam":
-                return riam(_acc(ok, i), _acc(ok, 0), acc_rand)
+                return stats.riam(_acc(ok, i), _acc(ok, 0), acc_rand)
             if metric == "rrm":
-                return rrm(_acc(ok, i), _acc(ok, 0), acc_rand)
+                return stats.rrm(_acc(ok, i), _acc(ok, 0), acc_rand)
             if metric == "rr":
-                return rr(_acc(ok, i), _acc(ok, 0))
-            return match_ratio([r["variants"][i]["pred"] for r in ok], [r["variants"][0]["pred"] for r in ok])
+                return stats.rr(_acc(ok, i), _acc(ok, 0))
+            return stats.match_ratio([r["variants"][i]["pred"] for r in ok], [r["variants"][0]["pred"] for r in ok])
     return float("nan")

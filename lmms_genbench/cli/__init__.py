@@ -1,8 +1,9 @@
 """The ``lmms-genbench`` command.
 
 One module per command in this package, each with ``add_parser(subparsers)``; its parser
-sets ``func`` to a handler taking the parsed arguments and returning an exit code from
-:mod:`.common`'s one table. :data:`COMMANDS` lists them. Heavy imports happen inside the
+(:func:`.common.command`) sets ``func`` to a handler taking the parsed arguments and returning
+an exit code from :mod:`.common`'s one table; the handler's docstring is its ``--help``
+description. Arguments several commands share are declared in :mod:`.common`. :data:`COMMANDS` lists them. Heavy imports happen inside the
 handlers, so ``--help`` is fast.
 
 Usage::

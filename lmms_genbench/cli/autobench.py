@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, group
 
 
 def _thresholds(text: str) -> dict[str, float]:
@@ -186,13 +186,13 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "autobench", help="AutoBench-V: build a capability-targeted VQA benchmark",
+    sub = group(
+        subparsers, "autobench", dest="autobench_command",
+        help="AutoBench-V: build a capability-targeted VQA benchmark",
         description="Build an AutoBench-V benchmark (paper 002) with any lmms-eval model as "
         "examiner and any generator backend; evaluate it with the lmms-eval task "
         "`autobench` (AUTOBENCH_DATASET=<out>).",
     )
-    sub = parser.add_subparsers(dest="autobench_command", metavar="ACTION", required=True)
 
     b = sub.add_parser("build", help="build a benchmark into an output folder (resumable)")
     _add_config_args(b)

@@ -1,5 +1,6 @@
-"""What every ``lmms-genbench`` command shares: the exit codes, finding results files
-under a folder, and checking ``--label``."""
+"""What every ``lmms-genbench`` command shares: the exit codes, the parsers of a command and
+of a group of actions, the arguments several commands declare (``RESULTS``, ``--label``,
+``--json``), finding results files under a folder, and checking ``--label``."""
 
 from __future__ import annotations
 
@@ -46,6 +47,13 @@ def task_names(path: Path) -> list[str]:
         return [str(t) for t in read_results(path)["results"]]
     except ResultsError:
         return []
+
+
+def take_results(prog: str, args: argparse.Namespace, usable: Callable[[Path], bool]) -> bool:
+    """Replace ``args.results`` by :func:`results_files` and check ``--label`` against them;
+    False, after printing why, when the command must stop with :data:`EXIT_USAGE`."""
+    args.results = results_files(prog, args.results, usable)
+    return args.results is not None and labels_ok(prog, args)
 
 
 def labels_ok(prog: str, args: argparse.Namespace) -> bool:
@@ -100,10 +108,33 @@ def load_runs(prog: str, paths: list[str]):
 
 def command(subparsers: argparse._SubParsersAction, run: Callable[[argparse.Namespace], int], name: str,
             **kwargs) -> argparse.ArgumentParser:
-    """The parser of command (or action) ``name``, whose handler is ``run``."""
-    parser = subparsers.add_parser(name, **kwargs)
+    """The parser of command (or action) ``name``, whose handler is ``run``; the handler's
+    docstring is the ``--help`` description."""
+    parser = subparsers.add_parser(name, description=run.__doc__, **kwargs)
     parser.set_defaults(func=run)
     return parser
+
+
+def group(subparsers: argparse._SubParsersAction, name: str, *, dest: str = "action", metavar: str = "ACTION",
+          **kwargs) -> argparse._SubParsersAction:
+    """The subparsers of command ``name``, whose actions are subcommands (one is required)."""
+    parser = subparsers.add_parser(name, **kwargs)
+    return parser.add_subparsers(dest=dest, metavar=metavar, required=True)
+
+
+def add_results(parser: argparse.ArgumentParser, help: str) -> None:
+    """The positional ``RESULTS ...``: results files or folders (see :func:`results_files`)."""
+    parser.add_argument("results", nargs="+", metavar="RESULTS", help=help)
+
+
+def add_label(parser: argparse.ArgumentParser, help: str) -> None:
+    """``--label NAME ...``: one label per results file (see :func:`labels_ok`)."""
+    parser.add_argument("--label", metavar="NAME", nargs="+", default=None, help=help)
+
+
+def add_json(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--json FILE``: also write ``what`` there (see :func:`write_json`)."""
+    parser.add_argument("--json", metavar="FILE", default=None, help=f"also write the {what} as JSON")
 
 
 def say(prog: str, errors: Sequence[str] = (), notes: Sequence[str] = ()) -> None:

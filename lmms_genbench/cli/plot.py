@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import EXIT_OK, EXIT_USAGE, command, labels_ok, results_files, say
+from .common import EXIT_OK, EXIT_USAGE, add_label, add_results, command, say, take_results
 
 
 def _plottable(path: Path) -> bool:
@@ -19,12 +19,12 @@ def _plottable(path: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Plot S_δ(g) curves (one panel per mapping, one line per results file) and, for files with
+    mgg_<tag>@<g> values, a tag × generation accuracy heatmap. Writes sdp_drift_curves.png and
+    sdp_mgg_heatmap.png and prints their paths."""
     from lmms_genbench.analysis.plots import plot_results
 
-    args.results = results_files("lmms-genbench plot", args.results, _plottable)
-    if args.results is None:
-        return EXIT_USAGE
-    if not labels_ok("lmms-genbench plot", args):
+    if not take_results("lmms-genbench plot", args, _plottable):
         return EXIT_USAGE
     # unreadable files come back in report.errors, not as exceptions
     report = plot_results(args.results, out_dir=args.out, labels=args.label)
@@ -37,26 +37,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = command(
-        subparsers, run, "plot",
-        help="plot S_δ(g) drift curves and MGG heatmaps from lmms-eval results files",
-        description=(
-            "Plot S_δ(g) curves (one panel per mapping, one line per results file) and, "
-            "for files with mgg_<tag>@<g> values, a tag × generation accuracy heatmap. "
-            "Writes sdp_drift_curves.png and sdp_mgg_heatmap.png and prints their paths."
-        ),
-    )
-    parser.add_argument(
-        "results", nargs="+", metavar="RESULTS",
-        help="lmms-eval <date>_results.json files, one per model, or folders holding them "
-        "(an --output_path: the files with drift or MGG values are taken)",
-    )
+    parser = command(subparsers, run, "plot",
+                     help="plot S_δ(g) drift curves and MGG heatmaps from lmms-eval results files")
+    add_results(parser, "lmms-eval <date>_results.json files, one per model, or folders holding them "
+                "(an --output_path: the files with drift or MGG values are taken)")
     parser.add_argument(
         "--out", metavar="DIR", default=None,
         help="output folder (created if missing); default: the first results file's folder",
     )
-    parser.add_argument(
-        "--label", metavar="NAME", nargs="+", default=None,
-        help="legend labels, one per results file in order; default: model + model_args "
-        "from each file (keys naming a key/token/secret/password are dropped)",
-    )
+    add_label(parser, "legend labels, one per results file in order; default: model + model_args "
+              "from each file (keys naming a key/token/secret/password are dropped)")

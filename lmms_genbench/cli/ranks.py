@@ -6,10 +6,13 @@ import argparse
 import sys
 
 from ..analysis.results import find_results
-from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, command, load_runs, write_json
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, add_json, add_results, command, load_runs, write_json
 
 
 def run(args: argparse.Namespace) -> int:
+    """Given runs of several describers under two or more generators or scorers, rank the
+    describers by METRIC under each and report Kendall's tau-b between every two rankings
+    (GenCeption's Table 4). Runs are placed by their chains' store namespace."""
     from ..analysis.ranks import RanksError, format_ranks, rank_runs
 
     prog = "lmms-genbench ranks"
@@ -30,16 +33,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = command(
-        subparsers, run, "ranks",
-        help="describer rankings under each generator/scorer and Kendall's tau between them",
-        description=(
-            "Given runs of several describers under two or more generators or scorers, rank the "
-            "describers by METRIC under each and report Kendall's tau-b between every two rankings "
-            "(GenCeption's Table 4). Runs are placed by their chains' store namespace."
-        ),
-    )
-    parser.add_argument("results", nargs="+", metavar="RESULTS", help="results files or folders holding them")
+    parser = command(subparsers, run, "ranks",
+                     help="describer rankings under each generator/scorer and Kendall's tau between them")
+    add_results(parser, "results files or folders holding them")
     parser.add_argument("--task", required=True, help="the task to rank on, e.g. mmeception")
     parser.add_argument("--metric", required=True, help="the score to rank by, e.g. gc@3")
-    parser.add_argument("--json", metavar="FILE", default=None, help="also write the rankings as JSON")
+    add_json(parser, "rankings")

@@ -5,23 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import (
-    EXIT_OK,
-    EXIT_USAGE,
-    command,
-    labels_ok,
-    positive,
-    results_files,
-    say,
-)
+from .common import EXIT_OK, EXIT_USAGE, add_label, add_results, command, positive, say, take_results
 
 
 def run(args: argparse.Namespace) -> int:
+    """Write one HTML page (no network needed; images embedded as thumbnails) with the headline
+    scores and their intervals, S(t) / S_δ(g) curves, per-category tables, the failed docs and a
+    gallery of every chain, one column or card per run. Chains need lmms-eval's --log_samples."""
     from lmms_genbench.analysis.report import write_report
 
     prog = "lmms-genbench report"
-    args.results = results_files(prog, args.results, lambda f: True)
-    if args.results is None or not labels_ok(prog, args):
+    if not take_results(prog, args, lambda f: True):
         return EXIT_USAGE
     result = write_report(args.results, args.out, args.label, thumb_px=args.thumb, page_size=args.page_size,
                           title=args.title)
@@ -36,20 +30,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = command(
-        subparsers, run, "report",
-        help="one self-contained HTML page of one or more runs: scores, curves, tables, failed docs, chains",
-        description=(
-            "Write one HTML page (no network needed; images embedded as thumbnails) with the headline "
-            "scores and their intervals, S(t) / S_δ(g) curves, per-category tables, the failed docs and "
-            "a gallery of every chain, one column or card per run. Chains need lmms-eval's --log_samples."
-        ),
-    )
-    parser.add_argument("results", nargs="+", metavar="RESULTS",
-                        help="lmms-eval <date>_results.json files, one per model, or folders holding them")
+    parser = command(subparsers, run, "report",
+                     help="one self-contained HTML page of one or more runs: scores, curves, tables, "
+                     "failed docs, chains")
+    add_results(parser, "lmms-eval <date>_results.json files, one per model, or folders holding them")
     parser.add_argument("-o", "--out", metavar="FILE", required=True, help="the HTML file to write")
-    parser.add_argument("--label", metavar="NAME", nargs="+", default=None,
-                        help="one label per results file, in order; default: model + model_args")
+    add_label(parser, "one label per results file, in order; default: model + model_args")
     parser.add_argument("--title", default=None, help="the page's title")
     parser.add_argument("--thumb", type=positive, default=128, metavar="PX",
                         help="longest side of the gallery thumbnails in pixels (default 128)")

@@ -7,10 +7,14 @@ import sys
 from pathlib import Path
 
 from ..core.errors import ActionableError, describe
-from .common import EXIT_OK, command
+from .common import EXIT_OK, command, group
 
 
 def _run_sdp_resample(args: argparse.Namespace) -> int:
+    """Draw --per-source DOCCI (google/docci, config docci, test: example_id) and NoCaps
+    (HuggingFaceM4/NoCaps, validation: image_file_name, as nd400 names them) ids without
+    replacement from sorted ids with numpy's default_rng(seed), and write them as JSON lines
+    {source, image_id}. sdp_nocaps uses the file when LMMS_GENBENCH_ND400_PAIRS points at it."""
     import json
 
     from lmms_genbench.core.keys import atomic_write
@@ -29,6 +33,9 @@ def _run_sdp_resample(args: argparse.Namespace) -> int:
 
 
 def _run_sdp_fetch_geneval(args: argparse.Namespace) -> int:
+    """Download prompts/evaluation_metadata.jsonl of djghosh13/geneval, check its 553 entries
+    and tag counts, and write it where sdp_geneval looks by default ($LMMS_GENBENCH_CACHE or
+    ~/.cache/lmms_genbench, then geneval/)."""
     import httpx
 
     from lmms_genbench.data.sdp import (
@@ -50,29 +57,12 @@ def _run_sdp_fetch_geneval(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sdp", help="data for the semantic drift tasks (sdp_nocaps, sdp_geneval)")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    resample = command(
-        actions, _run_sdp_resample, "resample",
-        help="draw another Nocaps+Docci400-style pair list from DOCCI and NoCaps with a seed",
-        description=(
-            "Draw --per-source DOCCI (google/docci, config docci, test: example_id) and NoCaps "
-            "(HuggingFaceM4/NoCaps, validation: image_file_name, as nd400 names them) ids without "
-            "replacement from sorted ids with numpy's default_rng(seed), and write them as JSON "
-            "lines {source, image_id}. sdp_nocaps uses the file when LMMS_GENBENCH_ND400_PAIRS "
-            "points at it."
-        ),
-    )
+    actions = group(subparsers, "sdp", help="data for the semantic drift tasks (sdp_nocaps, sdp_geneval)")
+    resample = command(actions, _run_sdp_resample, "resample",
+                       help="draw another Nocaps+Docci400-style pair list from DOCCI and NoCaps with a seed")
     resample.add_argument("--seed", type=int, required=True, help="random seed (integer)")
     resample.add_argument("--per-source", type=int, default=200, help="pairs drawn from each source (default 200)")
     resample.add_argument("--out", required=True, metavar="FILE", help="output .jsonl")
-    fetch = command(
-        actions, _run_sdp_fetch_geneval, "fetch-geneval",
-        help="download GenEval's evaluation_metadata.jsonl (MIT) for sdp_geneval",
-        description=(
-            "Download prompts/evaluation_metadata.jsonl of djghosh13/geneval, check its 553 "
-            "entries and tag counts, and write it where sdp_geneval looks by default "
-            "($LMMS_GENBENCH_CACHE or ~/.cache/lmms_genbench, then geneval/)."
-        ),
-    )
+    fetch = command(actions, _run_sdp_fetch_geneval, "fetch-geneval",
+                    help="download GenEval's evaluation_metadata.jsonl (MIT) for sdp_geneval")
     fetch.add_argument("--out", default=None, metavar="FILE", help="target file (default: sdp_geneval's default path)")

@@ -10,10 +10,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, command
+from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, command, group
 
 
 def _run_store_verify(args: argparse.Namespace) -> int:
+    """Verify every chain under FOLDER against its hops.jsonl records (each hop's sha256 and its
+    input's). Exit 0 when every hop is sound, 1 when some are not. --repair moves refused hops,
+    and every later hop of their chain, to quarantine/<time>/ in the chain's folder, so the next
+    run recomputes them; hops written before records existed are checked by decoding and
+    recorded."""
     from lmms_genbench.engine.verify import verify_store
 
     root = Path(args.folder).expanduser()
@@ -39,6 +44,11 @@ def _run_store_verify(args: argparse.Namespace) -> int:
 
 
 def _run_store_merge(args: argparse.Namespace) -> int:
+    """Merge the artifact stores STORE ... into the new folder NEW_STORE. Only verified hops are
+    merged (refused ones are listed and left out); a hop stored in several stores must have the
+    same sha256, or the merge names each conflicting chain, hop and both hashes, writes nothing
+    and exits 1. Run it when no job writes to the stores; then score with one run over NEW_STORE
+    (it computes nothing)."""
     from lmms_genbench.engine.merge import MergeConflict, merge_stores
 
     try:
@@ -64,30 +74,12 @@ def _run_store_merge(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("store", help="check and merge artifact stores")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    verify = command(
-        actions, _run_store_verify, "verify",
-        help="report hops that are missing, truncated, undecodable, edited or drawn from another input",
-        description=(
-            "Verify every chain under FOLDER against its hops.jsonl records (each hop's sha256 and its "
-            "input's). Exit 0 when every hop is sound, 1 when some are not. --repair moves refused hops, "
-            "and every later hop of their chain, to quarantine/<time>/ in the chain's folder, so the next "
-            "run recomputes them; hops written before records existed are checked by decoding and recorded."
-        ),
-    )
+    actions = group(subparsers, "store", help="check and merge artifact stores")
+    verify = command(actions, _run_store_verify, "verify",
+                     help="report hops that are missing, truncated, undecodable, edited or drawn from another input")
     verify.add_argument("folder", metavar="FOLDER", help="the artifact store, or any folder inside it")
     verify.add_argument("--repair", action="store_true", help="quarantine refused hops (the next run recomputes them)")
-    merge = command(
-        actions, _run_store_merge, "merge",
-        help="merge stores of independent jobs (shard=i/n, per-node stores) by content hash",
-        description=(
-            "Merge the artifact stores STORE ... into the new folder NEW_STORE. Only verified hops are merged "
-            "(refused ones are listed and left out); a hop stored in several stores must have the same sha256, "
-            "or the merge names each conflicting chain, hop and both hashes, writes nothing and exits 1. "
-            "Run it when no job writes to the stores; then score with one run over NEW_STORE (it computes "
-            "nothing)."
-        ),
-    )
+    merge = command(actions, _run_store_merge, "merge",
+                    help="merge stores of independent jobs (shard=i/n, per-node stores) by content hash")
     merge.add_argument("stores", nargs="+", metavar="STORE", help="artifact store folders (model_args artifacts=)")
     merge.add_argument("-o", "--out", required=True, metavar="NEW_STORE", help="a new or empty folder")

@@ -69,23 +69,7 @@ def as_int(
 ) -> int | None:
     """Coerce ``value`` to an int (``4``, ``"4"`` and ``4.0`` all work)."""
     allowed = "an integer" + (f" >= {minimum}" if minimum is not None else "")
-    if optional:
-        allowed += " or none"
-        if is_unset(value):
-            return None
-    result: int | None = None
-    if isinstance(value, bool):  # bool is an int subclass; True is not a count
-        result = None
-    elif isinstance(value, int) or isinstance(value, float) and value.is_integer():
-        result = int(value)
-    elif isinstance(value, str):
-        try:
-            result = int(value.strip())
-        except ValueError:
-            result = None
-    if result is None or (minimum is not None and result < minimum):
-        raise _fail(arg, allowed, value)
-    return result
+    return _coerce(arg, value, _to_int, allowed, minimum, optional)
 
 
 def as_float(
@@ -93,27 +77,44 @@ def as_float(
 ) -> float | None:
     """Coerce ``value`` to a finite float (``1``, ``"7.5"`` and ``7.5`` work)."""
     allowed = "a finite number" + (f" >= {minimum:g}" if minimum is not None else "")
+    return _coerce(arg, value, _to_float, allowed, minimum, optional)
+
+
+def _coerce(arg: str, value: Any, convert, allowed: str, minimum, optional: bool):
+    """``convert(value)`` (None: not convertible) checked against ``minimum``; with
+    ``optional``, None for an unset value."""
     if optional:
         allowed += " or none"
         if is_unset(value):
             return None
-    result: float | None = None
-    if isinstance(value, bool):
-        result = None
-    elif isinstance(value, (int, float)):
-        result = float(value)
-    elif isinstance(value, str):
-        try:
-            result = float(value.strip())
-        except ValueError:
-            result = None
-    if (
-        result is None
-        or not math.isfinite(result)
-        or (minimum is not None and result < minimum)
-    ):
+    # bool is an int subclass; True is neither a count nor a number here
+    result = None if isinstance(value, bool) else convert(value)
+    if result is None or (minimum is not None and result < minimum):
         raise _fail(arg, allowed, value)
     return result
+
+
+def _to_int(value: Any) -> int | None:
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, int) or isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _to_float(value: Any) -> float | None:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)):
+        return None
+    result = float(value)
+    return result if math.isfinite(result) else None
 
 
 def as_str(arg: str, value: Any, *, optional: bool = False) -> str | None:
