@@ -99,9 +99,13 @@ class ModelCache:
                 self._items[key] = load()
             return self._items[key]
 
-    def clear(self) -> None:
+    def clear(self, families: Sequence[str] = ()) -> None:
+        """Forget every item, or only those whose key starts with one of ``families``."""
         with self._lock:
-            self._items.clear()
+            if not families:
+                self._items.clear()
+            for key in [k for k in self._items if k[:1] and k[0] in families]:
+                del self._items[key]
 
     def __len__(self) -> int:
         with self._lock:

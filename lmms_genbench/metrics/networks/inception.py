@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from .common import ModelCache, check_batch_size, check_device, to_rgb_images
+from .common import check_batch_size, check_device, to_rgb_images
+from .loading import cached_network, cached_view, clear_networks, spec_key
 
 __all__ = [
     "FID_IMAGE_SIZE",
@@ -291,11 +292,6 @@ def build_fid_extractor(
     )
 
 
-# networks by identity (spec, device); extractors handed out are views per batch size
-_NETWORKS = ModelCache()
-_VIEWS = ModelCache()
-
-
 def get_fid_extractor(
     spec: FIDSpec = "clean-fid", device: str = "cpu", batch_size: int = 32
 ) -> FIDFeatureExtractor:
@@ -305,15 +301,13 @@ def get_fid_extractor(
     (measured on fid-helper's network)."""
     if isinstance(spec, FIDFeatureExtractor):
         return spec
-    key_spec = os.fspath(spec) if isinstance(spec, os.PathLike) else spec
     device = check_device(device)
     check_batch_size(batch_size)
-    key = ("fid", key_spec, device)
-    network = _NETWORKS.get(key, lambda: build_fid_extractor(spec, device=device, batch_size=batch_size))
-    return _VIEWS.get(key + (batch_size,), lambda: network.with_batch_size(batch_size))
+    key = ("fid", spec_key(spec), device)
+    network = cached_network(key, lambda: build_fid_extractor(spec, device=device, batch_size=batch_size))
+    return cached_view(key, (batch_size,), lambda: network.with_batch_size(batch_size))
 
 
 def clear_fid_extractor_cache() -> None:
     """Forget cached FID extractors (their memory is freed once no caller holds them)."""
-    _VIEWS.clear()
-    _NETWORKS.clear()
+    clear_networks("fid")

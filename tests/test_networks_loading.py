@@ -1,0 +1,91 @@
+"""networks/loading.py: the spec grammar, "a name, a model or a loader", and the one cache."""
+
+from pathlib import Path
+
+import pytest
+
+from lmms_genbench.metrics.networks.loading import (
+    cached_network,
+    cached_view,
+    clear_networks,
+    parse_spec,
+    ready_or_loaded,
+    resolve_model,
+)
+
+
+def test_a_spec_names_its_family_or_the_name_picks_one():
+    infer = lambda name: "clip" if "clip" in name else "vit"  # noqa: E731
+    assert parse_spec("dino:org/m", ("vit", "dino", "clip"), infer) == ("dino", "org/m")
+    assert parse_spec("org/clip-b", ("vit", "dino", "clip"), infer) == ("clip", "org/clip-b")
+    assert parse_spec(Path("weights/vit"), ("vit",), infer) == ("vit", "weights/vit")
+    for empty in ("clip:", ""):
+        with pytest.raises(ValueError, match="names no model after its prefix"):
+            parse_spec(empty, ("clip",), infer)
+
+
+class Net:
+    def __call__(self, x):
+        return x
+
+
+def test_a_name_is_loaded_and_a_model_needs_its_companion():
+    loads = []
+    name, model, companion = resolve_model("org/m", lambda n: loads.append(n) or "loaded")
+    assert (name, model, companion, loads) == ("org/m", "loaded", "org/m", ["org/m"])
+    net = Net()
+    assert resolve_model(net, None, companion="tok") == ("Net", net, "tok")
+    assert resolve_model(net, None, default_companion=lambda: "pre")[2] == "pre"
+    assert resolve_model(net, None) == ("Net", net, None)  # no companion_name: it needs none
+    with pytest.raises(ValueError, match=r"^tokenizer is required when model is a loaded instance \(hint\)$"):
+        resolve_model(net, None, companion_name="tokenizer", hint=" (hint)")
+    with pytest.raises(ValueError, match="non-empty model name"):
+        resolve_model("", None)
+    with pytest.raises(TypeError, match="got int"):
+        resolve_model(3, None)
+
+
+class Encoder:
+    def encode(self, items):
+        return items
+
+
+class Module:
+    def parameters(self):
+        return iter(())
+
+    def forward(self, x):
+        return x
+
+    __call__ = forward
+
+
+def test_an_object_is_used_a_loader_called_and_checked_a_name_left_to_build():
+    ready = lambda obj: hasattr(obj, "encode") and not isinstance(obj, str)  # noqa: E731
+    enc = Encoder()
+    assert ready_or_loaded("org/m", ready, "text encoder", "encode") is None
+    assert ready_or_loaded(enc, ready, "text encoder", "encode") is enc
+    assert ready_or_loaded(lambda: enc, ready, "text encoder", "encode") is enc
+    assert ready_or_loaded(Module(), ready, "detector", "detect", modules=True) is None
+    with pytest.raises(TypeError, match=r"the detector loader returned int, which has no detect\(\)"):
+        ready_or_loaded(lambda: 3, ready, "detector", "detect")
+    with pytest.raises(TypeError, match="spec must be a model name/path, an image encoder object"):
+        ready_or_loaded(3.5, ready, "image encoder", "encode")
+
+
+def test_one_cache_loads_once_hands_out_views_and_clears_by_family():
+    loads = []
+    key_a, key_b = ("test-a", "m", "cpu"), ("test-b", "m", "cpu")
+    a = cached_network(key_a, lambda: loads.append("a") or object())
+    assert cached_network(key_a, lambda: loads.append("again") or object()) is a and loads == ["a"]
+    view = cached_view(key_a, (8,), lambda: [a, 8])
+    assert cached_view(key_a, (8,), lambda: [a, 8]) is view
+    assert cached_view(key_a, (2,), lambda: [a, 2]) is not view
+    b = cached_network(key_b, object)
+    clear_networks("test-a")
+    assert cached_network(key_b, object) is b
+    assert cached_network(key_a, object) is not a
+    assert cached_view(key_a, (8,), lambda: [a, 8]) is not view
+    clear_networks("test-a", "test-b")
+    assert cached_network(key_b, object) is not b
+    clear_networks("test-a", "test-b")
