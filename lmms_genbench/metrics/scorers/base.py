@@ -12,7 +12,8 @@ of what it reports:
 * ``score(records, settings, length)``: the report, a flat dict;
 * ``payload(report)``: what goes to ``<namespace>/<report_file>`` beside the chains;
 * ``prepare(record, length)``: what scoring reads of a chain, or why it cannot be scored
-  (the report lists each refused doc with that reason);
+  (the report lists each refused doc with that reason); ``score`` sorts its records with
+  ``triage`` (one loop for every scorer: each chain prepared once, each refusal counted);
 * ``estimators(report, settings)``: per headline metric, the spec that recomputes it from
   ``report["doc_scores"]`` (each scored doc's few values, returned by ``score``); the base
   class adds a bootstrap interval of each (``report["intervals"]``, its ``stderr`` is the
@@ -35,6 +36,12 @@ Settings: the task's ``generation_kwargs.scorer`` mapping travels on every chain
 (``preset`` picks one of the scorer's ``PRESETS``, other keys override it), then the
 ``LMMS_GENBENCH_*`` environment overrides the networks, device and batch size.
 
+The pieces beside this module, whose public names it re-exports: ``records`` (a doc's
+:class:`ChainRecord`, :class:`MetricItem`, the sorting of records into chains to score and
+counted failures), ``settings`` (the environment, the report key, the one-line network
+failure), ``blocks`` (stored images decoded and worked on in threads) and ``reports`` (the
+report memo, the no-score notice at exit).
+
 The chain length comes from the chains (the task's ``iterations``/``generations``), never
 from a constant here. One rule for every scorer: a chain with fewer generations than the
 task asks is a counted failure with its reason; a chain with more is scored on its first
@@ -43,184 +50,48 @@ task asks is a counted failure with its reason; a chain with more is scored on i
 
 from __future__ import annotations
 
-import atexit
-import dataclasses
 import json
 import logging
 import math
-import os
-import sys
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ...engine.chain import Chain, NotAChainError, hop_kind
-from ...core.errors import ActionableError, WrongModelError, from_exception
-from ...core.keys import atomic_write, json_nulls, stable_hash, strict_json
+from ...core.errors import WrongModelError, from_exception
+from ...core.keys import atomic_write, json_nulls, strict_json
 from ...core.registry import lookup
-from ...engine import held
-from ...engine.store import ChainLocation
+from ...engine.chain import Chain, NotAChainError
 from ...engine.verify import text_cut_summary
 from ..functional.intervals import bootstrap_intervals, check_spec, no_interval
+from .blocks import bar_blocks, load_rgb, parallel_blocks, prefetched_blocks, scoring_workers, unit_rows
+from .records import HOST_SCORES, ChainRecord, MetricItem, Triage, doc_means, host_key, unique_records
+from .reports import ReportCache, no_score
+from .settings import (
+    BOOTSTRAP_DEFAULTS, ENV_BATCH, ENV_DEVICE, ENV_DTYPE, KEY_DEFAULTS, OPERATIONAL_SETTINGS, bootstrap_settings,
+    default_device, network_failure, resolve_device_and_batch, resolve_dtype, settings_dict, settings_key,
+)
 
 __all__ = [
-    "BOOTSTRAP_DEFAULTS",
-    "ENV_BATCH",
-    "ENV_DEVICE",
-    "ENV_DTYPE",
-    "MAX_FAILED_LISTED",
-    "ChainRecord",
-    "ChainScorer",
-    "HOST_SCORES",
-    "MetricItem",
-    "ReportCache",
-    "macro_mean",
-    "bar_blocks",
-    "host_key",
-    "parallel_blocks",
-    "prefetched_blocks",
-    "scoring_workers",
-    "resolve_device_and_batch",
-    "resolve_dtype",
-    "unit_rows",
-    "with_stderr",
+    # its own
+    "MAX_FAILED_LISTED", "NO_DATA", "TABLE_KEYS", "ChainScorer", "macro_mean", "with_stderr",
+    # the pieces beside it, importable from here as before they moved
+    "BOOTSTRAP_DEFAULTS", "ENV_BATCH", "ENV_DEVICE", "ENV_DTYPE", "KEY_DEFAULTS", "OPERATIONAL_SETTINGS",
+    "bootstrap_settings", "default_device", "resolve_device_and_batch", "resolve_dtype",
+    "HOST_SCORES", "ChainRecord", "MetricItem", "Triage", "doc_means", "host_key", "unique_records",
+    "ReportCache", "bar_blocks", "load_rgb", "parallel_blocks", "prefetched_blocks", "scoring_workers", "unit_rows",
 ]
 
 logger = logging.getLogger(__name__)
 
-# Scoring settings shared by every scorer, overridable at run time.
-ENV_DEVICE = "LMMS_GENBENCH_SCORER_DEVICE"
-ENV_BATCH = "LMMS_GENBENCH_SCORER_BATCH"
-ENV_DTYPE = "LMMS_GENBENCH_SCORER_DTYPE"
-#: settings that change how fast a report is computed, not what it says: not in its key
-OPERATIONAL_SETTINGS = ("device", "batch_size")
-#: settings that do change the numbers but were added later: at these values they stay out
-#: of the key, so reports written before them keep their names (a bfloat16 report gets its own)
-KEY_DEFAULTS = {"dtype": "float32"}
 #: failed chains listed by id in a report (all are counted in its failure_reasons)
 MAX_FAILED_LISTED = 100
-#: the intervals' bootstrap, unless the task's ``generation_kwargs.scorer.bootstrap`` says otherwise
-BOOTSTRAP_DEFAULTS = {"resamples": 1000, "seed": 0, "level": 0.95}
 #: report keys that go to the report file beside the payload, never into a metric
 TABLE_KEYS = ("doc_scores", "estimators", "intervals", "bootstrap")
 #: why a report value is null, unless the scorer knows better (``null_reason``)
 NO_DATA = "not a number: no scored doc contributes to it"
-#: each scored chain's own score, for lmms-eval's per-sample statistics (``--baseline``,
-#: clustered standard errors; :mod:`lmms_genbench.host_scores` writes them into the logged
-#: samples): :func:`host_key` -> (score, cluster or None, the headline metric it makes up)
-HOST_SCORES: dict[tuple, tuple[float, str | None, str]] = {}
-
-
-# --------------------------------------------------------------------------- records
-@dataclass(frozen=True)
-class ChainRecord:
-    """One doc's chain as a scorer sees it: ids, status, where it lives, a few fields.
-
-    Texts and images stay in the store (``path``); a record is a few hundred bytes.
-    ``settings`` is the task's scorer settings as canonical JSON, so records compare
-    and hash cheaply. ``str(record)`` is its status: lmms-eval writes values it cannot
-    serialise with ``str()``, so ``--log_samples`` shows ``"ok"`` per metric, not the record.
-    """
-
-    chain_id: str
-    status: str  # "ok" | "failed"
-    reason: str | None
-    namespace: str
-    folder: str
-    direction: str
-    length: int  # hops the task asks for
-    hops: int  # hops stored, gap-free from hop 0
-    settings: str = "{}"
-    fields: Mapping[str, Any] = field(default_factory=dict)
-    task: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def generations(self) -> int:
-        return max(self.hops - 1, 0)
-
-    def kind(self, hop: int) -> str:
-        return hop_kind(self.direction, hop)
-
-    def path(self, hop: int) -> str:
-        location = ChainLocation(Path(self.namespace) / self.folder)
-        return str(location.path(hop, self.kind(hop)))
-
-    def read_text(self, hop: int) -> str:
-        with open(self.path(hop), encoding="utf-8") as fh:
-            return fh.read()
-
-    def cache_key(self) -> tuple:
-        return (self.namespace, self.folder, self.status, self.hops, self.length)
-
-    def __str__(self) -> str:
-        return self.status
-
-
-class MetricItem:
-    """What ``process_results`` returns for one metric of one doc: the metric's name
-    (so one ``aggregate`` serves every metric) and the doc's record (shared, not copied)."""
-
-    __slots__ = ("metric", "record")
-
-    def __init__(self, metric: str, record: ChainRecord) -> None:
-        self.metric = metric
-        self.record = record
-
-    def __getstate__(self):  # __slots__ classes pickle (for multi-process gathers) this way
-        return (self.metric, self.record)
-
-    def __setstate__(self, state) -> None:
-        self.metric, self.record = state
-
-    def __str__(self) -> str:
-        return str(self.record)
-
-    def __repr__(self) -> str:
-        return f"MetricItem({self.metric!r}, {self.record.chain_id!r}: {self.record.status})"
-
-
-def host_key(record: ChainRecord) -> tuple:
-    """What :data:`HOST_SCORES` knows a record by: its chain, length and scorer settings."""
-    return (record.namespace, record.folder, record.length, record.settings)
-
-
-# --------------------------------------------------------------------------- helpers
-def default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def resolve_device_and_batch(defaults: Mapping[str, Any]) -> tuple[str, int]:
-    """``(device, batch_size)``: the environment, else the task's ``defaults``, else
-    CUDA if available / 32."""
-    device = os.environ.get(ENV_DEVICE) or defaults.get("device") or default_device()
-    batch = os.environ.get(ENV_BATCH, defaults.get("batch_size", 32))
-    try:
-        batch = int(batch)
-    except (TypeError, ValueError):
-        raise ValueError(f"{ENV_BATCH} must be an integer, got {batch!r}") from None
-    if batch < 1:
-        raise ValueError(f"{ENV_BATCH} must be >= 1, got {batch}")
-    return str(device), batch
-
-
-def resolve_dtype(defaults: Mapping[str, Any]) -> str:
-    """The scorer networks' weight dtype: the environment, else the task's, else float32
-    (canonical name: ``bf16`` -> ``bfloat16``)."""
-    from ..networks.common import check_dtype
-
-    value = os.environ.get(ENV_DTYPE) or defaults.get("dtype") or "float32"
-    return check_dtype(value, f"the scorer dtype (generation_kwargs.scorer.dtype or {ENV_DTYPE})")
 
 
 def macro_mean(values: Iterable[float]) -> float:
@@ -238,160 +109,6 @@ def with_stderr(names: Sequence[str], headline: Iterable[str]) -> list[str]:
     overwrites "N/A" with the bootstrap standard error, which its table shows as ``m``'s ±."""
     headline = set(headline)
     return [x for name in names for x in ((name, f"{name}_stderr") if name in headline else (name,))]
-
-
-def bootstrap_settings(scorer: Mapping[str, Any]) -> dict[str, Any]:
-    """The intervals' bootstrap: :data:`BOOTSTRAP_DEFAULTS` overridden by the task's
-    ``generation_kwargs.scorer.bootstrap`` mapping (``resamples`` (0: no intervals), ``seed``,
-    ``level``)."""
-    given = scorer.get("bootstrap") or {}
-    if not isinstance(given, Mapping) or set(given) - set(BOOTSTRAP_DEFAULTS):
-        raise ValueError(
-            f"generation_kwargs.scorer.bootstrap must be a mapping with keys among "
-            f"{sorted(BOOTSTRAP_DEFAULTS)}, got {given!r}"
-        )
-    out = {**BOOTSTRAP_DEFAULTS, **given}
-    for key in ("resamples", "seed"):
-        if isinstance(out[key], bool) or not isinstance(out[key], int) or out[key] < 0:
-            raise ValueError(f"generation_kwargs.scorer.bootstrap.{key} must be an integer >= 0, got {out[key]!r}")
-    if isinstance(out["level"], bool) or not isinstance(out["level"], (int, float)) or not 0 < out["level"] < 1:
-        raise ValueError(f"generation_kwargs.scorer.bootstrap.level must lie between 0 and 1, got {out['level']!r}")
-    return out
-
-
-def unit_rows(embeddings: Any) -> np.ndarray:
-    """Embeddings (torch tensor or array, ... x D) as float64 rows of unit L2 norm.
-
-    Norms are clipped at 1e-12 so an all-zero row gives similarity 0 instead of NaN.
-    """
-    if hasattr(embeddings, "detach"):  # torch.Tensor, without importing torch
-        embeddings = embeddings.detach().float().cpu().numpy()
-    emb = np.asarray(embeddings, dtype=np.float64).copy()
-    emb /= np.clip(np.linalg.norm(emb, axis=-1, keepdims=True), 1e-12, None)
-    return emb
-
-
-def load_rgb(path: str):
-    """A stored image as RGB; one the engine drew in this process comes from memory, not
-    decoded again (:mod:`lmms_genbench.engine.held`: verified by the file's sha256)."""
-    return held.load_rgb(path)
-
-
-def prefetched_blocks(
-    docs: Sequence[Any], block: int, paths: Callable[[Any], Sequence[str]]
-) -> Iterator[tuple[Sequence[Any], list[Any]]]:
-    """Yield ``(docs, images)`` blocks of ``block`` docs, the images of each doc (from
-    ``paths(doc)``) concatenated in doc order. The next block is decoded in worker
-    threads (PIL releases the GIL) while the caller encodes the current one."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    starts = range(0, len(docs), block)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="genbench-load") as pool:
-
-        def submit(start):
-            chunk = docs[start : start + block]
-            return chunk, [pool.submit(load_rgb, p) for rec in chunk for p in paths(rec)]
-
-        pending = submit(starts[0]) if starts else None
-        for i in range(len(starts)):
-            chunk, futures = pending
-            pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
-            yield chunk, [f.result() for f in futures]
-
-
-def bar_blocks(bar: Any, blocks: Iterable[tuple[Sequence[Any], Any]]) -> Iterator[tuple[Sequence[Any], Any]]:
-    """``blocks`` unchanged, advancing the progress ``bar`` by each block's docs once it is done."""
-    for chunk, payload in blocks:
-        yield chunk, payload
-        bar.update(len(chunk))
-
-
-def scoring_workers(device: str) -> int:
-    """Threads a scorer runs over blocks: on a CPU every core the torch thread pool leaves
-    over (the smoke networks run on one torch thread each, so each core takes a block; with
-    torch's default of one thread per core this is 1, and each forward pass uses all of
-    them); on a GPU 2, so one block is decoded and preprocessed while another runs."""
-    if not str(device).startswith("cpu"):
-        return 2
-    import torch
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // max(1, torch.get_num_threads()))
-
-
-def parallel_blocks(
-    docs: Sequence[Any],
-    block: int,
-    paths: Callable[[Any], Sequence[str]],
-    work: Callable[[Sequence[Any], list[Any]], Any],
-    workers: int,
-) -> Iterator[tuple[Sequence[Any], Any]]:
-    """Yield ``(docs, work(docs, images))`` for blocks of ``block`` docs, in order.
-
-    With one worker this is :func:`prefetched_blocks` with ``work`` applied. With more,
-    each block is decoded and worked on by one of ``workers`` threads, at most two blocks
-    per thread in flight; the blocks are the same as with one worker, so ``work`` sees the
-    same batches (and a network returns the same numbers for them)."""
-    if workers <= 1:
-        for chunk, images in prefetched_blocks(docs, block, paths):
-            yield chunk, work(chunk, images)
-        return
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    def task(start: int) -> tuple[Sequence[Any], Any]:
-        chunk = docs[start : start + block]
-        return chunk, work(chunk, [load_rgb(p) for rec in chunk for p in paths(rec)])
-
-    starts = iter(range(0, len(docs), block))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="genbench-score") as pool:
-        pending = deque(pool.submit(task, start) for _, start in zip(range(2 * workers), starts))
-        while pending:
-            done = pending.popleft().result()
-            start = next(starts, None)
-            if start is not None:
-                pending.append(pool.submit(task, start))
-            yield done
-
-
-class ReportCache:
-    """LRU memo of reports. lmms-eval calls the aggregation once per metric on the same
-    items; the chains are scored once and every metric reads the same report.
-
-    The lock is held while a report is computed, so concurrent calls for the same
-    key wait for it instead of scoring twice.
-    """
-
-    def __init__(self, size: int = 4) -> None:
-        self._lock = threading.Lock()
-        self._reports: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
-        self._size = size
-
-    def get(self, key: Hashable, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        with self._lock:
-            if key in self._reports:
-                self._reports.move_to_end(key)
-                return self._reports[key]
-            report = compute()
-            self._reports[key] = report
-            while len(self._reports) > self._size:
-                self._reports.popitem(last=False)
-            return report
-
-    def clear(self) -> None:
-        with self._lock:
-            self._reports.clear()
-
-
-def unique_records(records: Iterable[ChainRecord], key: Callable[[ChainRecord], Any]) -> list[ChainRecord]:
-    """Records sorted by ``key``, a repeated key (rank padding repeats docs) kept once.
-
-    A fixed order makes the float sums, hence the scores, identical however the
-    records were sharded and gathered across processes."""
-    out: dict[Any, ChainRecord] = {}
-    for rec in sorted(records, key=key):
-        out.setdefault(key(rec), rec)
-    return list(out.values())
 
 
 # --------------------------------------------------------------------------- the scorer
@@ -469,6 +186,15 @@ class ChainScorer:
         if verdicts is not None:
             verdicts[_verdict_key(record, length)] = result if isinstance(result, str) else None
         return result
+
+    def triage(self, records: Iterable[ChainRecord], length: int, key: Callable[[ChainRecord], Any]) -> Triage:
+        """Each record once, in ``key`` order (:func:`unique_records`: the scores do not depend on
+        the order records arrive in), with what :meth:`prepared` made of it: what scoring reads,
+        or the reason it is refused, counted in ``failures`` (the report's ``failure_reasons``)."""
+        out = Triage()
+        for rec in unique_records(records, key):
+            out.add(rec, self.prepared(rec, length))
+        return out
 
     # ----------------------------------------------------------- settings
     def task_settings(self, scorer: Mapping[str, Any]) -> dict[str, Any]:
@@ -575,7 +301,7 @@ class ChainScorer:
             try:
                 report = self.score(records, resolved, length)
             except Exception as exc:
-                raise self._scoring_failure(exc, resolved, task)
+                raise network_failure(exc, self.name, resolved, task)
             finally:
                 _VERDICTS.current = None
             self.add_intervals(report, resolved, boot)
@@ -583,7 +309,7 @@ class ChainScorer:
             if not report.get("n_scored"):
                 docs = len({(r.chain_id, r.folder) for r in records})
                 where = Path(min(r.namespace for r in records)) / self.report_file
-                _no_score(task, docs, report.get("failure_reasons") or {}, where)
+                no_score(task, docs, report.get("failure_reasons") or {}, where)
             return report
 
         report = self._cache.get(key, compute)
@@ -603,37 +329,9 @@ class ChainScorer:
         report["intervals"] = intervals
         report["bootstrap"] = dict(boot)
 
-    def _scoring_failure(self, exc: Exception, resolved: Any, task: str) -> ActionableError:
-        """One line naming the setting (and the variable that set it) whose network failed."""
-        values = _settings_dict(resolved)
-        text = str(exc)
-        culprit = next(
-            ((k, v) for k, v in values.items()
-             if k not in OPERATIONAL_SETTINGS and isinstance(v, str) and len(v) > 2 and v in text),
-            None,
-        )
-        offline = "or score offline with the smoke networks (--model_args preset=smoke, or generation_kwargs.scorer: {preset: smoke})"
-        if culprit is None:
-            return from_exception(
-                exc, f"the {self.name} scorer of {task} failed",
-                f"check generation_kwargs.scorer and the LMMS_GENBENCH_* variables, {offline}",
-            )
-        name, value = culprit
-        env = sorted(k for k, v in os.environ.items() if k.startswith("LMMS_GENBENCH_") and v == value)
-        where = f"{env[0]}={value}" if env else f"generation_kwargs.scorer {name}={value}"
-        return from_exception(
-            exc, f"the {self.name} scorer of {task} could not load its {name} network {value!r} (set by {where})",
-            f"point {env[0] if env else f'generation_kwargs.scorer.{name}'} at a network that loads here "
-            f"(a local folder, or a hub id whose weights are downloaded){', or unset it' if env else ''}, {offline}",
-        )
-
     def report_key(self, resolved: Any) -> str:
         """Short hash of the settings that decide a report's numbers (not device or batch size)."""
-        shown = {
-            k: v for k, v in _settings_dict(resolved).items()
-            if k not in OPERATIONAL_SETTINGS and not (k in KEY_DEFAULTS and v == KEY_DEFAULTS[k])
-        }
-        return stable_hash(shown, 8, ensure_ascii=True)
+        return settings_key(resolved)
 
     def keyed_report_file(self, resolved: Any) -> str:
         """``report.json`` -> ``report-<key>.json``: this scorer's settings' own report."""
@@ -664,7 +362,7 @@ class ChainScorer:
         payload = {
             **self.payload({k: v for k, v in report.items() if k not in TABLE_KEYS}),
             **tables,
-            "scorer": {"name": self.name, "settings": _settings_dict(resolved), "key": self.report_key(resolved)},
+            "scorer": {"name": self.name, "settings": settings_dict(resolved), "key": self.report_key(resolved)},
             "failed_docs": failed[:MAX_FAILED_LISTED],
             "failed_docs_total": len(failed),
         }
@@ -693,34 +391,6 @@ def _verdict_key(record: ChainRecord, length: int) -> tuple:
     (its doc fields do not decide whether it can be scored)."""
     return (record.namespace, record.folder, record.chain_id, record.status, record.reason,
             record.direction, record.hops, length)
-
-
-def _settings_dict(resolved: Any) -> dict[str, Any]:
-    if dataclasses.is_dataclass(resolved) and not isinstance(resolved, type):
-        return dataclasses.asdict(resolved)
-    return dict(resolved) if isinstance(resolved, Mapping) else {}
-
-
-#: tasks that produced no score in this process, repeated as the last lines at exit
-_NO_SCORE: list[str] = []
-_NO_SCORE_LOCK = threading.Lock()
-
-
-def _no_score(task: str, docs: int, reasons: Mapping[str, Any], report: Path) -> None:
-    shown = "; ".join(f"{reason} ({n})" for reason, n in list(reasons.items())[:3]) or "no chain was scorable"
-    line = f"lmms-genbench: {task} produced no score: 0 of {docs} docs scored ({shown}); each failed doc is in {report}"
-    logger.warning(line)
-    with _NO_SCORE_LOCK:
-        if not _NO_SCORE:
-            # lmms-eval prints its table after the aggregation: say it again last
-            atexit.register(_print_no_score)
-        if line not in _NO_SCORE:
-            _NO_SCORE.append(line)
-
-
-def _print_no_score() -> None:
-    for line in _NO_SCORE:
-        print(line, file=sys.stderr)
 
 
 def _one(what: str, values: set) -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,19 +27,10 @@ import numpy as np
 
 from ..functional.intervals import doc_table
 from ...core.progress import progress
-from .base import (
-    NO_DATA,
-    ChainRecord,
-    ChainScorer,
-    bar_blocks,
-    macro_mean,
-    prefetched_blocks,
-    resolve_device_and_batch,
-    resolve_dtype,
-    unique_records,
-    unit_rows,
-    with_stderr,
-)
+from .base import NO_DATA, ChainScorer, macro_mean, with_stderr
+from .blocks import bar_blocks, prefetched_blocks, unit_rows
+from .records import ChainRecord
+from .settings import resolve_device_and_batch, resolve_dtype
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +83,10 @@ class GenCeptionSettings:
             groups=_groups(settings.get("groups")),
             dtype=resolve_dtype(settings),
         )
+
+
+def _category(rec: ChainRecord) -> str:
+    return str(rec.fields.get("category"))
 
 
 def _groups(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -182,18 +177,15 @@ class GenCeptionScorer(ChainScorer):
         from ..functional.gc import gc_at_t, gc_fid_at_t
 
         T = self.iterations(length)
-        failures: Counter[str] = Counter()
+        triage = self.triage(records, length, lambda r: (_category(r), r.chain_id))
         by_category: dict[str, list[tuple[ChainRecord, list[str]]]] = OrderedDict()
         categories: dict[str, CategoryScore] = OrderedDict()
-        for rec in unique_records(records, lambda r: (str(r.fields.get("category")), r.chain_id)):
-            name = str(rec.fields.get("category"))
-            cat = categories.setdefault(name, CategoryScore())
-            prepared = self.prepared(rec, length)  # kept for the report's failed_docs
+        for rec, prepared in triage.verdicts:
+            cat = categories.setdefault(_category(rec), CategoryScore())
             if isinstance(prepared, str):
                 cat.n_failed += 1
-                failures[prepared.split(":")[0]] += 1
-                continue
-            by_category.setdefault(name, []).append((rec, prepared))
+            else:
+                by_category.setdefault(_category(rec), []).append((rec, prepared))
 
         encoder = fid_extractor = None
         if by_category:
@@ -265,7 +257,7 @@ class GenCeptionScorer(ChainScorer):
                 report[f"gc_fid@{T}_{group}"] = macro_mean(gc_fid_at_t(c.fids) for c in members_scored if c.in_fid)
         report["n_scored"] = sum(c.n_scored for c in categories.values())
         report["n_failed"] = sum(c.n_failed for c in categories.values())
-        report["failure_reasons"] = dict(failures)
+        report["failure_reasons"] = dict(triage.failures)
         report["doc_scores"] = _doc_scores(per_doc, T)
         return report
 

@@ -28,7 +28,9 @@ pretrained config (bicubic, crop_pct 0.9: short side 248). What remains between 
 similarities and theirs is float arithmetic of two implementations of one network.
 
 Scoring reads one small record per doc, streams chains from the store in blocks and
-keeps only sufficient statistics (:class:`~lmms_genbench.metrics.functional.drift.DriftStats`).
+keeps only sufficient statistics (:class:`~lmms_genbench.metrics.functional.drift.DriftStats`);
+what it adds up and the report made of it (keys, per-source and per-doc tables, estimators) are
+:mod:`~lmms_genbench.metrics.scorers.mcd_report`'s.
 """
 
 from __future__ import annotations
@@ -36,34 +38,26 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..functional.drift import MAPPINGS, DriftStats
-from ..functional.intervals import doc_table
+from ..functional.drift import MAPPINGS
 from ..networks.common import check_batch_size, check_device, check_dtype
 from ..networks.encoders import LONG_TEXT_MODES
 from ...core.progress import progress
-from .base import (
-    ChainRecord,
-    ChainScorer,
-    parallel_blocks,
-    resolve_device_and_batch,
-    resolve_dtype,
-    scoring_workers,
-    unique_records,
-    unit_rows,
-    with_stderr,
-)
+from .base import ChainScorer, with_stderr
+from .blocks import parallel_blocks, scoring_workers, unit_rows
+from .mcd_report import DIRECTIONS, DriftSums, drift_estimators, drift_report, source_table
+from .records import ChainRecord, doc_means
+from .settings import resolve_device_and_batch, resolve_dtype
 
 __all__ = ["DIRECTIONS", "MAPPINGS", "MCD", "DriftSettings", "MCDScorer", "source_table"]
 
 logger = logging.getLogger(__name__)
 
-DIRECTIONS = ("text_first", "image_first")
 # direction -> (input modality, same-modality mapping at even g, cross-modal mapping at odd g)
 _LAYOUT = {
     "text_first": ("text", "text->text", "text->image"),
@@ -263,21 +257,12 @@ class MCDScorer(ChainScorer):
     prepare = staticmethod(_prepare)  # the report lists each chain it refuses
 
     def estimators(self, report: Mapping[str, Any], settings: DriftSettings) -> dict[str, dict[str, Any]]:
-        return _estimators(report)
+        return drift_estimators(report)
 
     def host_scores(self, report: Mapping[str, Any]) -> tuple[str, dict[str, tuple[float, str | None]]]:
         """Each chain's MCD: the mean of its own two mappings' MCD, clustered by its source.
         Their mean over chains is MCD_avg when both directions have as many chains."""
-        table = report.get("doc_scores") or {}
-        cols = table.get("columns") or {}
-        mappings = [cols[f"mcd_{m}"] for m in MAPPINGS if f"mcd_{m}" in cols]
-        ids = table.get("chain_ids") or []
-        clusters, out = cols.get("source") or [None] * len(ids), {}
-        for i, chain_id in enumerate(ids):
-            values = [col[i] for col in mappings if col[i] is not None]
-            if values:
-                out[chain_id] = (sum(values) / len(values), clusters[i])
-        return "mcd_avg", out
+        return "mcd_avg", doc_means(report.get("doc_scores") or {}, [f"mcd_{m}" for m in MAPPINGS], "source")
 
     def payload(self, report: Mapping[str, Any]) -> dict[str, Any]:
         """``mcd_report.json``: the summary, and every source's table."""
@@ -309,181 +294,81 @@ class MCDScorer(ChainScorer):
         Records are sorted by (direction, source, chain_id) before scoring, and sums are
         exact, so the report does not depend on the order records arrive in.
         """
-        from ..networks.encoders import get_image_encoder, get_text_encoder
-
         G = length
-        unique = unique_records(records, lambda r: (r.direction, _source(r), r.chain_id))
-        failures: Counter[str] = Counter()
-        n_scored: Counter[str] = Counter()  # per source
-        n_failed: Counter[str] = Counter()  # per source
-        n_direction: Counter[str] = Counter()
+        triage = self.triage(records, G, lambda r: (r.direction, _source(r), r.chain_id))
         by_direction: dict[str, list[_Chain]] = {d: [] for d in sorted(DIRECTIONS)}
-        for rec in unique:
-            source = _source(rec)
-            chain = self.prepared(rec, G)  # kept for the report's failed_docs
-            if isinstance(chain, str):
-                n_failed[source] += 1
-                failures[chain.split(":")[0]] += 1
-                continue
+        for _, chain in triage.ready:
             by_direction[chain.direction].append(chain)
-
-        total = DriftStats()
-        per_source: dict[str, DriftStats] = {}
-        tally = _Tally()
-        n_same, n_cross = G // 2, (G + 1) // 2  # generations 2,4,… and 1,3,…
-        enc_args = {"device": settings.device, "batch_size": settings.batch_size, "dtype": settings.dtype}
+        sums = DriftSums()
         workers = scoring_workers(settings.device)  # threads over blocks: every core
-        per_doc: list[tuple[Sequence[_Chain], dict[str, np.ndarray]]] = []  # blocks: the doc table
         for direction, chains in by_direction.items():
-            if not chains:
-                continue
-            first, same_map, cross_map = _LAYOUT[direction]
-            if first == "text":
-                same_enc = get_text_encoder(settings.text_encoder, **enc_args) if n_same else None
-                clip_in = get_text_encoder(settings.clip, long_text=settings.clip_long_text, **enc_args)
-                clip_out = get_image_encoder(settings.clip, **enc_args)
-                roles = ("sentence", "clip", None)
-            else:
-                same_enc = get_image_encoder(settings.dino, **enc_args) if n_same else None
-                clip_in = get_image_encoder(settings.clip, **enc_args)
-                clip_out = get_text_encoder(settings.clip, long_text=settings.clip_long_text, **enc_args)
-                roles = (None, None, "clip")
-            images_per_doc = len(chains[0].image_paths())
-            block = max(1, settings.batch_size // images_per_doc)
-
-            def work(chunk, images):  # one block, on one of the scorer's threads
-                n, counted = len(chunk), _Tally()
-                if first == "text":
-                    same_items = [x for c in chunk for x in c.same]
-                    cross_items = images
-                else:
-                    same_items = images
-                    cross_items = [x for c in chunk for x in c.cross]
-                inputs = same_items[:: 1 + n_same]  # g = 0 of each doc
-                rows: dict[str, np.ndarray] = {}
-                if same_enc is not None:
-                    emb = counted.encode(same_enc, same_items, roles[0]).reshape(n, 1 + n_same, -1)
-                    rows[same_map] = _sims(emb[:, 0], emb[:, 1:])
-                ref = counted.encode(clip_in, inputs, roles[1])
-                other = counted.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
-                rows[cross_map] = _sims(ref, other)
-                return rows, counted.counts
-
-            with progress(desc=f"MCD {direction} chains", total=len(chains), unit="chain") as bar:
-                for chunk, (rows, counts) in parallel_blocks(chains, block, _Chain.image_paths, work, workers):
-                    tally.counts.update(counts)
-                    per_doc.append((chunk, rows))
-                    sources = [c.source for c in chunk]
-                    groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
-                    for mapping, sims in rows.items():
-                        offset = 2 if mapping == same_map else 1  # same modality: g = 2, 4, …
-                        for j in range(sims.shape[1]):
-                            g = offset + 2 * j
-                            total.update(mapping, g, sims[:, j])
-                            for s, idx in groups.items():
-                                per_source.setdefault(s, DriftStats()).update(mapping, g, sims[idx, j])
-                    n_scored.update(sources)
-                    n_direction[direction] += len(chunk)
-                    bar.update(len(chunk))
-
-        report: dict[str, Any] = {}
-        _stats_keys(report, total, "")
-        report["mcd_avg_n_mappings"] = len(total.mappings())
-        for source in sorted(set(n_scored) | set(n_failed)):
-            _stats_keys(report, per_source.get(source, DriftStats()), f"_{source}")
-            report[f"n_scored_{source}"] = n_scored[source]
-            report[f"n_failed_{source}"] = n_failed[source]
-        report["generations"] = G
-        report["n_scored"] = sum(n_scored.values())
-        report["n_failed"] = sum(n_failed.values())
-        for direction in DIRECTIONS:
-            report[f"n_{direction}"] = n_direction[direction]
-        report["failure_reasons"] = dict(sorted(failures.items()))
-        report["doc_scores"] = _doc_scores(per_doc)
-        report["clip_long_text"] = settings.clip_long_text
-        for key in (
-            "n_clip_texts",
-            "n_clip_truncated",
-            "n_clip_chunked",
-            "n_sentence_texts",
-            "n_sentence_truncated",
-        ):
-            report[key] = tally.counts[key]
-        if report["n_clip_truncated"] or report["n_clip_chunked"]:
-            logger.warning(
-                "MCD: %d of %d texts exceeded CLIP's context (%s: %d truncated, %d chunked)",
-                report["n_clip_truncated"] + report["n_clip_chunked"],
-                report["n_clip_texts"],
-                settings.clip_long_text,
-                report["n_clip_truncated"],
-                report["n_clip_chunked"],
-            )
-        if failures:
-            logger.warning("MCD: %d chains not scored: %s", report["n_failed"], dict(failures))
+            if chains:
+                _score_direction(direction, chains, settings, G, workers, sums)
+        n_failed = Counter(_source(rec) for rec, _ in triage.refused)
+        report = drift_report(sums, n_failed, triage.failures, G, settings.clip_long_text)
+        if triage.failures:
+            logger.warning("MCD: %d chains not scored: %s", report["n_failed"], dict(triage.failures))
         return report
 
 
-def _doc_scores(blocks: Sequence[tuple[Sequence[_Chain], Mapping[str, np.ndarray]]]) -> dict[str, Any]:
-    """Each scored chain's MCD per mapping (its mean similarity over its generations; NaN for
-    the mappings of the other direction), direction and source (``report["doc_scores"]``).
-    Every chain of a direction has the same generations, so the mean over chains of these is
-    MCD_δ (eq. 2: the mean over generations of the mean over chains)."""
-    ids: list[str] = []
-    columns: dict[str, list[Any]] = {f"mcd_{m}": [] for m in MAPPINGS}
-    columns.update(direction=[], source=[])
-    for chunk, rows in blocks:
-        ids += [c.chain_id for c in chunk]
-        for m in MAPPINGS:
-            columns[f"mcd_{m}"] += rows[m].mean(axis=1).tolist() if m in rows else [None] * len(chunk)
-        columns["direction"] += [c.direction for c in chunk]
-        columns["source"] += [c.source for c in chunk]
-    return doc_table(ids, columns)
+def _encoders(direction: str, settings: DriftSettings, n_same: int) -> tuple[Any, Any, Any, tuple]:
+    """The three encoders of a direction's chains, ``(same modality or None when no even g is
+    scored, CLIP of the input, CLIP of the other modality)``, and the text role each counts as."""
+    from ..networks.encoders import get_image_encoder, get_text_encoder
+
+    enc_args = {"device": settings.device, "batch_size": settings.batch_size, "dtype": settings.dtype}
+    clip_text = {"long_text": settings.clip_long_text}
+    if _LAYOUT[direction][0] == "text":
+        same = get_text_encoder(settings.text_encoder, **enc_args) if n_same else None
+        clip_in = get_text_encoder(settings.clip, **clip_text, **enc_args)
+        clip_out = get_image_encoder(settings.clip, **enc_args)
+        return same, clip_in, clip_out, ("sentence", "clip", None)
+    same = get_image_encoder(settings.dino, **enc_args) if n_same else None
+    clip_in = get_image_encoder(settings.clip, **enc_args)
+    clip_out = get_text_encoder(settings.clip, **clip_text, **enc_args)
+    return same, clip_in, clip_out, (None, None, "clip")
 
 
-def _mapping_means(where: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
-    extra = {"where": dict(where)} if where else {}
-    return [{"kind": "mean", "column": f"mcd_{m}", **extra} for m in MAPPINGS]
+def _block_similarities(direction: str, encoders: tuple, G: int) -> Callable[[Sequence[_Chain], list[Any]], tuple]:
+    """What one block of a direction's chains (with its decoded images) gives, on one of the
+    scorer's threads: mapping -> n x k similarities of g = 0 with each scored g, and the texts
+    the block's encoders saw and cut."""
+    first, same_map, cross_map = _LAYOUT[direction]
+    same_enc, clip_in, clip_out, roles = encoders
+    n_same, n_cross = G // 2, (G + 1) // 2  # generations 2,4,… and 1,3,…
+
+    def work(chunk: Sequence[_Chain], images: list[Any]) -> tuple[dict[str, np.ndarray], Counter[str]]:
+        n, counted = len(chunk), _Tally()
+        if first == "text":
+            same_items = [x for c in chunk for x in c.same]
+            cross_items = images
+        else:
+            same_items = images
+            cross_items = [x for c in chunk for x in c.cross]
+        inputs = same_items[:: 1 + n_same]  # g = 0 of each doc
+        rows: dict[str, np.ndarray] = {}
+        if same_enc is not None:
+            emb = counted.encode(same_enc, same_items, roles[0]).reshape(n, 1 + n_same, -1)
+            rows[same_map] = _sims(emb[:, 0], emb[:, 1:])
+        ref = counted.encode(clip_in, inputs, roles[1])
+        other = counted.encode(clip_out, cross_items, roles[2]).reshape(n, n_cross, -1)
+        rows[cross_map] = _sims(ref, other)
+        return rows, counted.counts
+
+    return work
 
 
-def _estimators(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """MCD per mapping and MCD_avg (mean over the mappings with data), overall (chains
-    resampled within each direction) and per source (within source and direction)."""
-    specs: dict[str, dict[str, Any]] = {}
-    for m, spec in zip(MAPPINGS, _mapping_means()):
-        specs[f"mcd_{m}"] = {**spec, "strata": "direction"}
-    specs["mcd_avg"] = {"kind": "avg", "of": _mapping_means(), "strata": "direction"}
-    for source in sorted(set(report["doc_scores"]["columns"]["source"])):
-        by_source = _mapping_means({"source": source})
-        for m, spec in zip(MAPPINGS, by_source):
-            specs[f"mcd_{m}_{source}"] = {**spec, "strata": ["source", "direction"]}
-        specs[f"mcd_avg_{source}"] = {"kind": "avg", "of": by_source, "strata": ["source", "direction"]}
-    return specs
-
-
-def _stats_keys(report: dict[str, Any], stats: DriftStats, suffix: str) -> None:
-    for mapping in MAPPINGS:
-        report[f"mcd_{mapping}{suffix}"] = stats.mcd(mapping)
-        for g, s in stats.curve(mapping).items():
-            report[f"s_{mapping}@{g}{suffix}"] = s
-    report[f"mcd_avg{suffix}"] = stats.mcd_avg()
-
-
-def _source_names(report: Mapping[str, Any]) -> list[str]:
-    return [k[len("n_scored_"):] for k in report if k.startswith("n_scored_")]
-
-
-def source_table(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per source: MCD per mapping, MCD_avg, S_δ(g), scored and failed counts."""
-    G = int(report.get("generations", 0))
-    table: dict[str, dict[str, Any]] = {}
-    for source in _source_names(report):
-        bases = [f"mcd_{m}" for m in MAPPINGS] + ["mcd_avg"]
-        bases += [f"s_{m}@{g}" for m in MAPPINGS for g in range(1, G + 1)]
-        bases += ["n_scored", "n_failed"]
-        table[source] = {
-            b: report[f"{b}_{source}"] for b in bases if f"{b}_{source}" in report
-        }
-    return table
+def _score_direction(
+    direction: str, chains: Sequence[_Chain], settings: DriftSettings, G: int, workers: int, sums: DriftSums
+) -> None:
+    """Encode the chains of one direction block by block and add their similarities to ``sums``."""
+    encoders = _encoders(direction, settings, G // 2)
+    work = _block_similarities(direction, encoders, G)
+    block = max(1, settings.batch_size // len(chains[0].image_paths()))
+    with progress(desc=f"MCD {direction} chains", total=len(chains), unit="chain") as bar:
+        for chunk, (rows, counts) in parallel_blocks(chains, block, _Chain.image_paths, work, workers):
+            sums.add(direction, chunk, rows, counts)
+            bar.update(len(chunk))
 
 
 #: the scorer every MCD task uses (its report cache is process-wide)

@@ -27,7 +27,6 @@ import json
 import logging
 import math
 import os
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,10 +45,10 @@ from ..functional.geneval import (
 from ..functional.intervals import doc_table
 from ..networks.common import check_batch_size, check_device, check_dtype
 from ...core.progress import progress
-from .base import (
-    ChainRecord, ChainScorer, bar_blocks, prefetched_blocks, resolve_device_and_batch, resolve_dtype, unique_records,
-    with_stderr,
-)
+from .base import ChainScorer, with_stderr
+from .blocks import bar_blocks, prefetched_blocks
+from .records import ChainRecord, doc_means
+from .settings import resolve_device_and_batch, resolve_dtype
 
 __all__ = ["ENV_COLOR_CLIP", "ENV_DETECTOR", "ENV_RULES", "MGG", "MGGScorer", "MGGSettings"]
 
@@ -193,17 +192,11 @@ class MGGScorer(ChainScorer):
         from ..networks.detection import evaluate_images, get_color_classifier, get_detector
 
         G = length
-        failures: Counter[str] = Counter()
-        ready: list[tuple[dict[str, Any], list[tuple[int, str]]]] = []
-        ids: list[str] = []  # of ready, and below each drawn image's verdict: the doc table
-        verdicts: list[bool] = []
-        for rec in unique_records(records, lambda r: r.chain_id):
-            prepared = self.prepared(rec, G)  # kept for the report's failed_docs
-            if isinstance(prepared, str):
-                failures[prepared.split(":")[0]] += 1
-            else:
-                ready.append((rec.fields["metadata"], prepared))
-                ids.append(rec.chain_id)
+        triage = self.triage(records, G, lambda r: r.chain_id)
+        failures = triage.failures
+        ready = [(rec.fields["metadata"], drawn) for rec, drawn in triage.ready]
+        ids = [rec.chain_id for rec, _ in triage.ready]  # the doc table's rows, as ready
+        verdicts: list[bool] = []  # each drawn image's, in ready's order: the doc table's cells
 
         rules = settings.geneval_rules
         stats = GenEvalStats()
@@ -253,19 +246,10 @@ class MGGScorer(ChainScorer):
             logger.warning("MGG: %d chains not scored: %s", report["n_failed"], dict(failures))
         return report
 
-
     def host_scores(self, report: Mapping[str, Any]) -> tuple[str, dict[str, tuple[float, str | None]]]:
         """Each prompt's pass rate over the scored generations, clustered by its GenEval tag."""
-        table = report.get("doc_scores") or {}
-        cols = table.get("columns") or {}
-        passes = [cols[f"correct@{g}"] for g in report.get("scored_generations") or () if f"correct@{g}" in cols]
-        ids = table.get("chain_ids") or []
-        clusters, out = cols.get("tag") or [None] * len(ids), {}
-        for i, chain_id in enumerate(ids):
-            values = [col[i] for col in passes if col[i] is not None]
-            if values:
-                out[chain_id] = (sum(values) / len(values), clusters[i])
-        return "mgg", out
+        passes = [f"correct@{g}" for g in report.get("scored_generations") or ()]
+        return "mgg", doc_means(report.get("doc_scores") or {}, passes, "tag")
 
     def estimators(self, report: Mapping[str, Any], settings: MGGSettings) -> dict[str, dict[str, Any]]:
         """GenEval per generation (the mean over tags of each tag's accuracy), MGG (their mean
