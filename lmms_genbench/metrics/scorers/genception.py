@@ -171,11 +171,6 @@ class GenCeptionScorer(ChainScorer):
         ``n_scored_<c>``, ``n_failed_<c>``; overall and per group means; ``s@t``;
         with FID, ``gc_fid@T_n_min``, ``gc_fid@T_excluded`` (names) and ``gc_fid@T_n_excluded``;
         ``n_scored``, ``n_failed``, ``failure_reasons``, ``iterations``."""
-        from ..networks.encoders import get_image_encoder
-        from ..networks.inception import get_fid_extractor
-        from ..functional.fid import FrechetStats
-        from ..functional.gc import gc_at_t, gc_fid_at_t
-
         T = self.iterations(length)
         triage = self.triage(records, length, lambda r: (_category(r), r.chain_id))
         by_category: dict[str, list[tuple[ChainRecord, list[str]]]] = OrderedDict()
@@ -186,77 +181,12 @@ class GenCeptionScorer(ChainScorer):
                 cat.n_failed += 1
             else:
                 by_category.setdefault(_category(rec), []).append((rec, prepared))
-
-        encoder = fid_extractor = None
-        if by_category:
-            encoder = get_image_encoder(
-                settings.image_encoder, device=settings.device, batch_size=settings.batch_size, dtype=settings.dtype
-            )
-            if settings.fid_features:
-                fid_extractor = get_fid_extractor(
-                    settings.fid_features, device=settings.device, batch_size=settings.batch_size
-                )
+        encoder, fid_extractor = _networks(settings) if by_category else (None, None)
         block = max(1, settings.batch_size // (T + 1))
         per_doc: list[tuple[str, str, np.ndarray]] = []  # (chain id, category, s@1..T): the doc table
         for name, docs in by_category.items():
-            cat = categories[name]
-            cat.s_sums = np.zeros(T, dtype=np.float64)
-            fid_stats = [FrechetStats() for _ in range(T + 1)]
-            bar = progress(desc=f"GenCeption {name}", total=len(docs), unit="doc")
-            for chunk, images in bar_blocks(bar, prefetched_blocks(docs, block, lambda item: item[1])):
-                emb = unit_rows(encoder.encode(images)).reshape(len(chunk), T + 1, -1)
-                sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
-                per_doc += [(rec.chain_id, name, row) for (rec, _), row in zip(chunk, sims)]
-                for row in sims:
-                    cat.gc_sum += gc_at_t(row)
-                    cat.s_sums += row
-                    cat.n_scored += 1
-                if fid_extractor is not None:
-                    feats = fid_extractor.features(images).reshape(len(chunk), T + 1, -1)
-                    for t in range(T + 1):
-                        fid_stats[t].update(feats[:, t])
-            if fid_extractor is not None:
-                cat.fid_n = fid_stats[0].n
-                # the seed images factorised once, every t measured against them
-                seeds = fid_stats[0].reference() if cat.fid_n >= MIN_FID_IMAGES else None
-                cat.fids = [seeds.fid(fid_stats[t]) if seeds else math.nan for t in range(1, T + 1)]
-            bar.close()
-
-        fid_on = settings.fid_features is not None
-        report: dict[str, Any] = {"iterations": T}
-        for name, cat in categories.items():
-            report[f"gc@{T}_{name}"] = cat.gc()
-            report[f"n_scored_{name}"] = cat.n_scored
-            report[f"n_failed_{name}"] = cat.n_failed
-            if cat.fids is not None:
-                report[f"gc_fid@{T}_{name}"] = gc_fid_at_t(cat.fids) if cat.in_fid else math.nan
-                report[f"gc_fid@{T}_{name}_n"] = cat.fid_n
-                for t, fid in enumerate(cat.fids, start=1):
-                    report[f"fid@{t}_{name}"] = fid
-        scored = [c for c in categories.values() if c.n_scored]
-        report[f"gc@{T}"] = macro_mean(c.gc() for c in scored)
-        for t in range(1, T + 1):
-            report[f"s@{t}"] = macro_mean(c.s()[t - 1] for c in scored)
-        if fid_on:
-            in_fid = [c for c in categories.values() if c.in_fid]
-            excluded = [name for name, c in categories.items() if not c.in_fid]
-            report[f"gc_fid@{T}"] = macro_mean(gc_fid_at_t(c.fids) for c in in_fid)
-            # the smallest sample behind the mean: below 2048 the covariance is singular
-            report[f"gc_fid@{T}_n_min"] = min(c.fid_n for c in in_fid) if in_fid else 0
-            report[f"gc_fid@{T}_excluded"] = excluded
-            report[f"gc_fid@{T}_n_excluded"] = len(excluded)
-            if excluded:
-                logger.warning(
-                    "GC_FID@%d leaves out %d categories with fewer than %d scored images: %s",
-                    T, len(excluded), MIN_FID_IMAGES, ", ".join(excluded),
-                )
-        for group, members in settings.groups:
-            members_scored = [categories[m] for m in members if m in categories and categories[m].n_scored]
-            report[f"gc@{T}_{group}"] = macro_mean(c.gc() for c in members_scored)
-            if fid_on:
-                report[f"gc_fid@{T}_{group}"] = macro_mean(gc_fid_at_t(c.fids) for c in members_scored if c.in_fid)
-        report["n_scored"] = sum(c.n_scored for c in categories.values())
-        report["n_failed"] = sum(c.n_failed for c in categories.values())
+            per_doc += _score_category(name, docs, categories[name], encoder, fid_extractor, T, block)
+        report = _category_report(categories, settings, T)
         report["failure_reasons"] = dict(triage.failures)
         report["doc_scores"] = _doc_scores(per_doc, T)
         return report
@@ -302,6 +232,96 @@ class GenCeptionScorer(ChainScorer):
         per_category = tuple(f"_{name}" for name in categories) + tuple(f"_{name}_n" for name in categories)
         summary = {k: v for k, v in report.items() if not k.endswith(per_category)}
         return {"summary": summary, "categories": categories}
+
+
+def _networks(settings: GenCeptionSettings) -> tuple[Any, Any]:
+    """The similarity encoder, and the FID feature network or None when FID is off."""
+    from ..networks.encoders import get_image_encoder
+    from ..networks.inception import get_fid_extractor
+
+    encoder = get_image_encoder(
+        settings.image_encoder, device=settings.device, batch_size=settings.batch_size, dtype=settings.dtype
+    )
+    if not settings.fid_features:
+        return encoder, None
+    return encoder, get_fid_extractor(settings.fid_features, device=settings.device, batch_size=settings.batch_size)
+
+
+def _score_category(
+    name: str, docs: Sequence[tuple[ChainRecord, list[str]]], cat: CategoryScore, encoder: Any, fid_extractor: Any,
+    T: int, block: int,
+) -> list[tuple[str, str, np.ndarray]]:
+    """Encode one category's chains block by block into ``cat`` (GC@T and s@t sums, FID per t
+    against the seeds); returns each chain's ``(chain id, category, s@1..T)``."""
+    from ..functional.fid import FrechetStats
+    from ..functional.gc import gc_at_t
+
+    per_doc: list[tuple[str, str, np.ndarray]] = []
+    cat.s_sums = np.zeros(T, dtype=np.float64)
+    fid_stats = [FrechetStats() for _ in range(T + 1)]
+    bar = progress(desc=f"GenCeption {name}", total=len(docs), unit="doc")
+    for chunk, images in bar_blocks(bar, prefetched_blocks(docs, block, lambda item: item[1])):
+        emb = unit_rows(encoder.encode(images)).reshape(len(chunk), T + 1, -1)
+        sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
+        per_doc += [(rec.chain_id, name, row) for (rec, _), row in zip(chunk, sims)]
+        for row in sims:
+            cat.gc_sum += gc_at_t(row)
+            cat.s_sums += row
+            cat.n_scored += 1
+        if fid_extractor is not None:
+            feats = fid_extractor.features(images).reshape(len(chunk), T + 1, -1)
+            for t in range(T + 1):
+                fid_stats[t].update(feats[:, t])
+    if fid_extractor is not None:
+        cat.fid_n = fid_stats[0].n
+        # the seed images factorised once, every t measured against them
+        seeds = fid_stats[0].reference() if cat.fid_n >= MIN_FID_IMAGES else None
+        cat.fids = [seeds.fid(fid_stats[t]) if seeds else math.nan for t in range(1, T + 1)]
+    bar.close()
+    return per_doc
+
+
+def _category_report(categories: Mapping[str, CategoryScore], settings: GenCeptionSettings, T: int) -> dict[str, Any]:
+    """The flat report of the categories' sums: each category's, their means overall and per
+    group (GC_FID@T over the categories with enough images), the counts."""
+    from ..functional.gc import gc_fid_at_t
+
+    fid_on = settings.fid_features is not None
+    report: dict[str, Any] = {"iterations": T}
+    for name, cat in categories.items():
+        report[f"gc@{T}_{name}"] = cat.gc()
+        report[f"n_scored_{name}"] = cat.n_scored
+        report[f"n_failed_{name}"] = cat.n_failed
+        if cat.fids is not None:
+            report[f"gc_fid@{T}_{name}"] = gc_fid_at_t(cat.fids) if cat.in_fid else math.nan
+            report[f"gc_fid@{T}_{name}_n"] = cat.fid_n
+            for t, fid in enumerate(cat.fids, start=1):
+                report[f"fid@{t}_{name}"] = fid
+    scored = [c for c in categories.values() if c.n_scored]
+    report[f"gc@{T}"] = macro_mean(c.gc() for c in scored)
+    for t in range(1, T + 1):
+        report[f"s@{t}"] = macro_mean(c.s()[t - 1] for c in scored)
+    if fid_on:
+        in_fid = [c for c in categories.values() if c.in_fid]
+        excluded = [name for name, c in categories.items() if not c.in_fid]
+        report[f"gc_fid@{T}"] = macro_mean(gc_fid_at_t(c.fids) for c in in_fid)
+        # the smallest sample behind the mean: below 2048 the covariance is singular
+        report[f"gc_fid@{T}_n_min"] = min(c.fid_n for c in in_fid) if in_fid else 0
+        report[f"gc_fid@{T}_excluded"] = excluded
+        report[f"gc_fid@{T}_n_excluded"] = len(excluded)
+        if excluded:
+            logger.warning(
+                "GC_FID@%d leaves out %d categories with fewer than %d scored images: %s",
+                T, len(excluded), MIN_FID_IMAGES, ", ".join(excluded),
+            )
+    for group, members in settings.groups:
+        members_scored = [categories[m] for m in members if m in categories and categories[m].n_scored]
+        report[f"gc@{T}_{group}"] = macro_mean(c.gc() for c in members_scored)
+        if fid_on:
+            report[f"gc_fid@{T}_{group}"] = macro_mean(gc_fid_at_t(c.fids) for c in members_scored if c.in_fid)
+    report["n_scored"] = sum(c.n_scored for c in categories.values())
+    report["n_failed"] = sum(c.n_failed for c in categories.values())
+    return report
 
 
 def _macro(column: str, members: Sequence[str] | None = None) -> dict[str, Any]:
