@@ -118,14 +118,15 @@ class OWLv2Pixels:
             out += pair
         return out
 
-    def _zoom(self, x: Any, dim: int, n_in: int, n_out: int) -> Any:
-        """The linear zoom (``zoom(order=1, grid_mode=True, mode='mirror')``) along ``dim`` of a
-        float64 tensor: two taps per output; none from a size to itself (weights 1 and 0)."""
+    def _taps(self, n_in: int, n_out: int, device: Any) -> tuple[Any, ...] | None:
+        """One axis of the linear zoom (``zoom(order=1, grid_mode=True, mode='mirror')``), cached per
+        size: two taps per output (an index, or a strided slice for an integer factor) and their
+        weights; None from a size to itself (weights 1 and 0)."""
         import torch
 
         if n_in == n_out:
-            return x
-        key = ("zoom", n_in, n_out, str(x.device))
+            return None
+        key = ("zoom", n_in, n_out, str(device))
         if key not in self._axes:
             coord = (torch.arange(n_out, dtype=torch.float64) + 0.5) * (n_in / n_out) - 0.5
             start = torch.floor(coord)
@@ -136,13 +137,28 @@ class OWLv2Pixels:
                 step = index[1:] - index[:-1] if n_out > 1 else torch.ones(1, dtype=torch.long)
                 # an integer factor reads every k-th row: a strided view instead of a gather
                 taps.append(slice(int(index[0]), int(index[-1]) + 1, int(step[0]))
-                            if bool((step == step[0]).all()) and int(step[0]) > 0 else index.to(x.device))
-            self._axes[key] = (*taps, (1.0 - t).to(x.device), t.to(x.device))
-        i0, i1, w0, w1 = self._axes[key]
-        shape = [1] * x.dim()
-        shape[dim] = n_out
-        out = self._take(x, dim, i0) * w0.view(shape)
-        out += self._take(x, dim, i1) * w1.view(shape)
+                            if bool((step == step[0]).all()) and int(step[0]) > 0 else index.to(device))
+            self._axes[key] = (*taps, (1.0 - t).to(device), t.to(device))
+        return self._axes[key]
+
+    def _zoom(self, x: Any, side: int, out_h: int, out_w: int) -> Any:
+        """The linear zoom of N x C x side x side float64 ``x`` in SciPy's order: per output, the sum
+        over its taps, H's first, of (value x H weight) x W weight."""
+        rows = []
+        taps = self._taps(side, out_h, x.device)
+        if taps is None:
+            rows = [x]
+        else:
+            for index, weight in ((taps[0], taps[2]), (taps[1], taps[3])):
+                rows.append(self._take(x, 2, index) * weight.view(1, 1, -1, 1))
+        taps = self._taps(side, out_w, x.device)
+        if taps is None:
+            return rows[0] if len(rows) == 1 else rows[0] + rows[1]
+        out = None
+        for r in rows:
+            for index, weight in ((taps[0], taps[2]), (taps[1], taps[3])):
+                term = self._take(r, 3, index) * weight.view(1, 1, 1, -1)
+                out = term if out is None else out.add_(term)
         return out
 
     @staticmethod
@@ -184,7 +200,7 @@ class OWLv2Pixels:
         for dim, op in zip((2, 3), ops):
             if op is not None:  # each pass stored in float32, as SciPy stores it
                 x = self._correlate(x, dim, op, side).float().double()
-        x = self._zoom(self._zoom(x, 3, side, out_w), 2, side, out_h)
+        x = self._zoom(x, side, out_h, out_w)
         x = torch.clamp(x.float(), lo, hi)
         return (x - mean) / std
 
