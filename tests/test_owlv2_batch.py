@@ -181,3 +181,16 @@ def test_decoded_detections_equal_checked_ones(detector):
                 assert hash(d) == hash(checked)
                 seen += 1
     assert seen > 10
+
+
+def test_query_rows_follow_the_embedding_cache(detector):
+    """The batch's query embeddings come from one stacked matrix (a zero row for padding): the
+    same detections as the reference's per-picture stacking, also after the cache is emptied and
+    refilled with other queries (the matrix is rebuilt, not read stale)."""
+    pictures = _pictures(8, [(64, 64), (48, 80), (64, 64)])
+    classes = [["cat"], ["dog", "bus"], ["cat", "horse", "dog"]]
+    first = detector.detect_batch(pictures, classes)
+    assert first == reference_detect_batch(detector, pictures, classes)
+    detector._query_embeds.clear()
+    detector.detect_batch(pictures[:1], [["apple", "bench", "person", "car"]])
+    assert detector.detect_batch(pictures, classes) == first

@@ -128,6 +128,8 @@ class OWLv2Detector:
             hasattr(model, name) for name in ("owlv2", "image_embedder", "class_predictor", "box_predictor")
         )
         self._query_embeds: dict[str, Any] = {}
+        # the same embeddings as one matrix (and a zero row last, for padding) with each query's row
+        self._query_rows: tuple[dict[str, int], Any] = ({}, None)
         self._pixels = OWLv2Pixels(getattr(processor, "image_processor", processor))
 
     @staticmethod
@@ -170,6 +172,17 @@ class OWLv2Detector:
         for q, e in zip(new, embeds):
             self._query_embeds[q] = e
 
+    def _query_matrix(self) -> tuple[dict[str, int], Any]:
+        """The known query embeddings stacked (rebuilt when queries were added or forgotten)."""
+        import torch
+
+        rows, matrix = self._query_rows
+        if matrix is None or len(rows) != len(self._query_embeds) or any(q not in rows for q in self._query_embeds):
+            embeds = list(self._query_embeds.values())
+            matrix = torch.cat([torch.stack(embeds), torch.zeros_like(embeds[0])[None]])
+            self._query_rows = rows, matrix = {q: i for i, q in enumerate(self._query_embeds)}, matrix
+        return rows, matrix
+
     def detect_batch(
         self, images: Sequence[Any], classes: Sequence[Sequence[str]]
     ) -> list[dict[str, list[Detection]]]:
@@ -193,12 +206,12 @@ class OWLv2Detector:
             b, h, w, d = feature_map.shape
             image_feats = feature_map.reshape(b, h * w, d)
             width = max(len(qs) for qs in queries)
-            query_embeds = torch.zeros((b, width, self._query_embeds[queries[0][0]].shape[-1]),
-                                       dtype=image_feats.dtype, device=image_feats.device)
-            query_mask = torch.zeros((b, width), dtype=torch.bool, device=image_feats.device)
-            for i, qs in enumerate(queries):
-                query_embeds[i, : len(qs)] = torch.stack([self._query_embeds[q] for q in qs])
-                query_mask[i, : len(qs)] = True
+            # one gather for the batch's queries; padding reads the zero row, masked as before
+            rows, matrix = self._query_matrix()
+            pad = len(rows)
+            index = torch.tensor([[rows[q] for q in qs] + [pad] * (width - len(qs)) for qs in queries])
+            query_embeds = matrix[index.to(matrix.device)].to(image_feats.dtype)
+            query_mask = (index < pad).to(image_feats.device)
             logits, _ = self.model.class_predictor(image_feats, query_embeds, query_mask)
             boxes = self.model.box_predictor(image_feats, feature_map)
             # one transfer for the whole batch; float64 for exact pixel arithmetic
