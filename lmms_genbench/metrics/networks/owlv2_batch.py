@@ -1,4 +1,4 @@
-"""OWLv2's pre- and post-processing on batched tensors, for :class:`~.detection.OWLv2Detector`.
+"""OWLv2's pre- and post-processing on batched tensors, for :class:`~.owlv2.OWLv2Detector`.
 
 :class:`OWLv2Pixels` turns a batch of RGB pictures into ``pixel_values`` as the model's own image
 processor does, but once per batch of same-size pictures and on the detector's device:
@@ -6,8 +6,9 @@ processor does, but once per batch of same-size pictures and on the detector's d
 * the NumPy/SciPy processor (``Owlv2ImageProcessorPil``, what the tiny test OWLv2 uses): rescale,
   pad to a square at the bottom/right, Gaussian anti-aliasing (``ndimage.gaussian_filter``,
   ``mirror``, radius ``int(4 sigma + 0.5)``), linear ``ndimage.zoom`` (``grid_mode``, ``mirror``),
-  clip to the input's range, normalise. Reproduced here in float64 with SciPy's float32 roundings
-  between passes, so the pixels agree to float32 rounding (tests/test_owlv2_batch.py);
+  clip to the input's range, normalise. Reproduced here with SciPy's float64 operations in SciPy's
+  order (the symmetric ``correlate1d``, the zoom's tap sum) and its float32 roundings between
+  passes, so the pixels are bit-identical (tests/test_owlv2_batch.py, many sizes and seeds);
 * the torch processor (``Owlv2ImageProcessor``, what ``from_pretrained`` gives): already batched
   per shape; it is called with the detector's device, so it resizes there.
 
