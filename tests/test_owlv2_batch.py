@@ -138,3 +138,59 @@ def test_detect_batch_and_verdicts_equal_the_reference(detector):
                 meta, w, image_size=pic.size, rules=r)
     # detect is a batch of one (the network's batched products round differently per batch)
     assert detector.detect(pictures[6], classes[6]) == reference_detect_batch(detector, pictures[6:7], classes[6:7])[0]
+
+
+@pytest.mark.parametrize("out", [(32, 32), (24, 40)])
+def test_pixels_equal_the_scipy_processor_on_many_sizes_and_seeds(out):
+    """The tensor passes (reflect padding, SciPy's symmetric correlate order, strided zoom taps for
+    integer factors, the 2-D zoom's sum in SciPy's order) against the processor. The code before
+    summed the zoom axis by axis, 1 float32 ulp off in a few pixels of a non-square output."""
+    from transformers.models.owlv2.image_processing_pil_owlv2 import Owlv2ImageProcessorPil
+
+    processor = Owlv2ImageProcessorPil(size={"height": out[0], "width": out[1]})
+    pixels = OWLv2Pixels(processor)
+    assert pixels.kind == "scipy"
+    # 2x, 3x (odd: taps 1 and 0), 16x, non-integer, up-scaled, padded wide and tall, tiny
+    sizes = [(64, 64), (96, 96), (512, 512), (100, 100), (47, 47), (80, 48), (17, 400), (3, 3), (2, 5)]
+    for seed in range(3):
+        pictures = _pictures(10 + seed, sizes)
+        for picture in pictures:  # one at a time: every size its own batch
+            want = processor(images=[picture], return_tensors="pt")["pixel_values"]
+            assert torch.equal(pixels([picture], "cpu"), want), (out, picture.size, seed)
+        same = _pictures(20 + seed, [(64, 64)] * 4)
+        assert torch.equal(pixels(same, "cpu"), processor(images=same, return_tensors="pt")["pixel_values"])
+
+
+def test_decoded_detections_equal_checked_ones(detector):
+    """The detector builds its Detections without re-checking them: the same objects as the
+    checked constructor makes, field for field."""
+    import dataclasses
+
+    from lmms_genbench.metrics.functional.geneval import Detection
+
+    assert [f.name for f in dataclasses.fields(Detection)] == ["box", "score", "color"]
+    sizes = [(64, 64), (48, 80), (100, 37), (32, 32)] * 3
+    found = detector.detect_batch(_pictures(6, sizes), [["cat", "dog", "bus"]] * len(sizes))
+    seen = 0
+    for per_class in found:
+        for dets in per_class.values():
+            for d in dets:
+                checked = Detection(d.box, d.score)
+                assert d == checked and dataclasses.astuple(d) == dataclasses.astuple(checked)
+                assert type(d.box) is tuple and all(type(v) is float for v in (*d.box, d.score))
+                assert hash(d) == hash(checked)
+                seen += 1
+    assert seen > 10
+
+
+def test_query_rows_follow_the_embedding_cache(detector):
+    """The batch's query embeddings come from one stacked matrix (a zero row for padding): the
+    same detections as the reference's per-picture stacking, also after the cache is emptied and
+    refilled with other queries (the matrix is rebuilt, not read stale)."""
+    pictures = _pictures(8, [(64, 64), (48, 80), (64, 64)])
+    classes = [["cat"], ["dog", "bus"], ["cat", "horse", "dog"]]
+    first = detector.detect_batch(pictures, classes)
+    assert first == reference_detect_batch(detector, pictures, classes)
+    detector._query_embeds.clear()
+    detector.detect_batch(pictures[:1], [["apple", "bench", "person", "car"]])
+    assert detector.detect_batch(pictures, classes) == first

@@ -1,4 +1,4 @@
-"""OWLv2's pre- and post-processing on batched tensors, for :class:`~.detection.OWLv2Detector`.
+"""OWLv2's pre- and post-processing on batched tensors, for :class:`~.owlv2.OWLv2Detector`.
 
 :class:`OWLv2Pixels` turns a batch of RGB pictures into ``pixel_values`` as the model's own image
 processor does, but once per batch of same-size pictures and on the detector's device:
@@ -6,8 +6,9 @@ processor does, but once per batch of same-size pictures and on the detector's d
 * the NumPy/SciPy processor (``Owlv2ImageProcessorPil``, what the tiny test OWLv2 uses): rescale,
   pad to a square at the bottom/right, Gaussian anti-aliasing (``ndimage.gaussian_filter``,
   ``mirror``, radius ``int(4 sigma + 0.5)``), linear ``ndimage.zoom`` (``grid_mode``, ``mirror``),
-  clip to the input's range, normalise. Reproduced here in float64 with SciPy's float32 roundings
-  between passes, so the pixels agree to float32 rounding (tests/test_owlv2_batch.py);
+  clip to the input's range, normalise. Reproduced here with SciPy's float64 operations in SciPy's
+  order (the symmetric ``correlate1d``, the zoom's tap sum) and its float32 roundings between
+  passes, so the pixels are bit-identical (tests/test_owlv2_batch.py, many sizes and seeds);
 * the torch processor (``Owlv2ImageProcessor``, what ``from_pretrained`` gives): already batched
   per shape; it is called with the detector's device, so it resizes there.
 
@@ -83,88 +84,126 @@ class OWLv2Pixels:
 
 
     # ------------------------------------------------------------------ the SciPy processor, on tensors
-    def _operator(self, what: str, n_in: int, n_out: int, device: Any) -> tuple[Any, ...]:
-        """One axis of the SciPy processor, cached per size: the Gaussian (``gaussian_filter1d``,
-        mode ``mirror``, truncate 4) as a band (mirror-padded index, weights), or the linear zoom
-        (``zoom(order=1, grid_mode=True, mode='mirror')``) as two taps (indices, weights) per output."""
+    def _kernel(self, n_in: int, n_out: int, device: Any) -> tuple[Any, ...] | None:
+        """SciPy's anti-aliasing Gaussian for one axis, cached per size: (radius, weights from the
+        centre out, as ``ndimage._gaussian_kernel1d`` makes them in NumPy), or None where SciPy
+        skips the axis (sigma 0) or its radius is 0 (a weight of exactly 1)."""
+        import numpy as np
         import torch
 
-        key = (what, n_in, n_out, str(device))
-        if key in self._axes:
-            return self._axes[key]
-        if what == "gauss":
+        key = ("gauss", n_in, n_out, str(device))
+        if key not in self._axes:
             sigma = (n_in / n_out - 1) / 2
             radius = int(4.0 * sigma + 0.5)
-            offsets = torch.arange(-radius, radius + 1, dtype=torch.float64)
-            weights = torch.exp(-0.5 / (sigma * sigma) * offsets**2)
-            op: tuple[Any, ...] = (
-                "band", _mirror(torch.arange(-radius, n_in + radius), n_in).to(device),
-                (weights / weights.sum()).tolist(),
-            )
-        else:
+            op = None
+            if sigma > 1e-15 and radius > 0:
+                offsets = np.arange(-radius, radius + 1)
+                phi = np.exp(-0.5 / (sigma * sigma) * offsets**2)
+                phi = phi / phi.sum()
+                # SciPy's ``mirror`` boundary, for a radius ``reflect`` padding cannot take
+                index = _mirror(torch.arange(-radius, n_in + radius), n_in).to(device)
+                op = (radius, phi[radius:].tolist(), index)
+            self._axes[key] = op
+        return self._axes[key]
+
+    @staticmethod
+    def _correlate(xp: Any, dim: int, op: tuple[Any, ...], n: int) -> Any:
+        """SciPy's ``correlate1d`` with a symmetric kernel along ``dim`` of the float64, already
+        mirror-padded ``xp``, in its order: centre x w0, then += (left_k + right_k) x w_k from the
+        outermost k in (the same float64 operations, so the float32 results agree bit for bit)."""
+        radius, weights, _ = op
+        out = xp.narrow(dim, radius, n) * weights[0]
+        for k in range(radius, 0, -1):
+            pair = xp.narrow(dim, radius - k, n) + xp.narrow(dim, radius + k, n)
+            pair *= weights[k]
+            out += pair
+        return out
+
+    def _taps(self, n_in: int, n_out: int, device: Any) -> tuple[Any, ...] | None:
+        """One axis of the linear zoom (``zoom(order=1, grid_mode=True, mode='mirror')``), cached per
+        size: two taps per output (an index, or a strided slice for an integer factor) and their
+        weights; None from a size to itself (weights 1 and 0)."""
+        import torch
+
+        if n_in == n_out:
+            return None
+        key = ("zoom", n_in, n_out, str(device))
+        if key not in self._axes:
             coord = (torch.arange(n_out, dtype=torch.float64) + 0.5) * (n_in / n_out) - 0.5
             start = torch.floor(coord)
             t = coord - start
             start = start.long()
-            shape = (1, n_out, 1, 1)
-            op = ("taps", _mirror(start, n_in).to(device), _mirror(start + 1, n_in).to(device),
-                  (1.0 - t).view(shape).to(device), t.view(shape).to(device))
-        self._axes[key] = op
-        return op
+            taps = []
+            for index in (_mirror(start, n_in), _mirror(start + 1, n_in)):
+                step = index[1:] - index[:-1] if n_out > 1 else torch.ones(1, dtype=torch.long)
+                # an integer factor reads every k-th row: a strided view instead of a gather
+                taps.append(slice(int(index[0]), int(index[-1]) + 1, int(step[0]))
+                            if bool((step == step[0]).all()) and int(step[0]) > 0 else index.to(device))
+            self._axes[key] = (*taps, (1.0 - t).to(device), t.to(device))
+        return self._axes[key]
 
-    @staticmethod
-    def _apply(op: tuple[Any, ...], x: Any) -> Any:
-        """``op`` along axis 1 of an N x A x B x C float64 tensor."""
-        if op[0] == "band":
-            _, index, weights = op
-            padded = x.index_select(1, index)
-            n = x.shape[1]
-            out = padded[:, :n] * weights[0]
-            for k in range(1, len(weights)):
-                out += padded[:, k : k + n] * weights[k]
-            return out
-        _, i0, i1, w0, w1 = op
-        out = x.index_select(1, i0) * w0
-        out += x.index_select(1, i1) * w1
+    def _zoom(self, x: Any, side: int, out_h: int, out_w: int) -> Any:
+        """The linear zoom of N x C x side x side float64 ``x`` in SciPy's order: per output, the sum
+        over its taps, H's first, of (value x H weight) x W weight."""
+        rows = []
+        taps = self._taps(side, out_h, x.device)
+        if taps is None:
+            rows = [x]
+        else:
+            for index, weight in ((taps[0], taps[2]), (taps[1], taps[3])):
+                rows.append(self._take(x, 2, index) * weight.view(1, 1, -1, 1))
+        taps = self._taps(side, out_w, x.device)
+        if taps is None:
+            return rows[0] if len(rows) == 1 else rows[0] + rows[1]
+        out = None
+        for r in rows:
+            for index, weight in ((taps[0], taps[2]), (taps[1], taps[3])):
+                term = self._take(r, 3, index) * weight.view(1, 1, 1, -1)
+                out = term if out is None else out.add_(term)
         return out
 
-    def _gauss(self, x: Any, n_in: int, n_out: int) -> Any:
-        """SciPy's anti-aliasing pass along axis 1 of a float32 tensor, stored in float32 as
-        SciPy stores it; none where SciPy's sigma is 0 or its radius 0 (a weight of exactly 1)."""
-        sigma = (n_in / n_out - 1) / 2
-        if sigma <= 1e-15 or int(4.0 * sigma + 0.5) == 0:
-            return x
-        return self._apply(self._operator("gauss", n_in, n_out, x.device), x.double()).float()
-
-    def _zoom(self, x: Any, n_in: int, n_out: int) -> Any:
-        """The linear zoom along axis 1 of a float64 tensor (none from a size to itself:
-        weights 1 and 0)."""
-        return x if n_in == n_out else self._apply(self._operator("zoom", n_in, n_out, x.device), x)
+    @staticmethod
+    def _take(x: Any, dim: int, index: Any) -> Any:
+        if isinstance(index, slice):
+            return x[(slice(None),) * dim + (index,)]
+        return x.index_select(dim, index)
 
     def _scipy(self, batch: Any) -> Any:
+        """N x H x W x C uint8 -> N x C x H x W float32, as the SciPy processor makes it; every pass
+        runs on N x C x H x W, where H and W are views' strides apart (no transposes)."""
         import numpy as np
         import torch
 
         ip = self.ip
         n, h, w, c = batch.shape
-        # rescale as NumPy does: float64 product, float32 result
-        x = (batch.double() * float(ip.rescale_factor)).float()
         side = max(h, w)
-        if side != h or side != w:
-            x = torch.nn.functional.pad(x, (0, 0, 0, side - w, 0, side - h))
-        lo = x.amin(dim=(1, 2, 3), keepdim=True)
-        hi = x.amax(dim=(1, 2, 3), keepdim=True)
         out_h, out_w = self.size
-        # each pass runs along axis 1, where a gather moves whole rows; W's on the transpose
-        x = self._gauss(x, side, out_h).transpose(1, 2).contiguous()  # N x W x H x C
-        x = self._zoom(self._gauss(x, side, out_w).double(), side, out_w)
-        x = self._zoom(x.transpose(1, 2).contiguous(), side, out_h)  # N x H x W x C
-        x = torch.minimum(torch.maximum(x.float(), lo), hi)
+        if side != h or side != w:  # bottom/right zeros: zero bytes rescale to zero
+            batch = torch.nn.functional.pad(batch, (0, 0, 0, side - w, 0, side - h))
+        # rescale as NumPy does: float64 product, float32 result
+        x = (batch.permute(0, 3, 1, 2).contiguous().double() * float(ip.rescale_factor)).float()
         if self._norm is None or self._norm[0].device != x.device:
-            self._norm = tuple(torch.as_tensor(np.asarray(v, dtype=np.float32), device=x.device)
+            self._norm = tuple(torch.as_tensor(np.asarray(v, dtype=np.float32), device=x.device).view(1, -1, 1, 1)
                                for v in (ip.image_mean, ip.image_std))
         mean, std = self._norm
-        return ((x - mean) / std).permute(0, 3, 1, 2).contiguous()
+        if side == out_h and side == out_w:  # nothing to resample: the clip to the input's range is a no-op
+            return (x - mean) / std
+        lo = x.amin(dim=(1, 2, 3), keepdim=True)
+        hi = x.amax(dim=(1, 2, 3), keepdim=True)
+        ops = (self._kernel(side, out_h, x.device), self._kernel(side, out_w, x.device))
+        x = x.double()
+        pad = [op[0] if op else 0 for op in ops]  # each axis' radius, 0 where it has no pass
+        if max(pad) < side:  # SciPy's ``mirror`` is torch's ``reflect`` while the radius is shorter
+            x = torch.nn.functional.pad(x, (pad[1], pad[1], pad[0], pad[0]), mode="reflect")
+        else:
+            for dim, op in zip((2, 3), ops):
+                x = x if op is None else x.index_select(dim, op[2])
+        for dim, op in zip((2, 3), ops):
+            if op is not None:  # each pass stored in float32, as SciPy stores it
+                x = self._correlate(x, dim, op, side).float().double()
+        x = self._zoom(x, side, out_h, out_w)
+        x = torch.clamp(x.float(), lo, hi)
+        return (x - mean) / std
 
 
 # ---------------------------------------------------------------------- decoding
