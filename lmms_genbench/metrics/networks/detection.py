@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .owlv2 import OWLv2Detector, _check_template, _is_module
-from .common import ModelCache, cast_modules, check_device, check_dtype, to_rgb_images
+from .owlv2 import OWLv2Detector, _check_template
+from .loading import cached_network, clear_networks, is_module, is_name, ready_or_loaded
+from .common import cast_modules, check_device, check_dtype, to_rgb_images
 from ..functional.geneval import (
     COLOR_TEMPLATES,
     COLORS,
@@ -138,14 +139,6 @@ DetectorSpec = str | os.PathLike | Detector | Callable[[], Any]
 ColorSpec = str | os.PathLike | ColorClassifier | Callable[[], Any]
 
 
-def _call_loader(loader: Callable[[], Any], protocol: type, what: str, method: str) -> Any:
-    """Call a zero-argument loader and check it returned a ``protocol`` object."""
-    made = loader()
-    if not isinstance(made, protocol):
-        raise TypeError(f"the {what} loader returned {type(made).__name__}, which has no {method}()")
-    return made
-
-
 def build_detector(
     spec: Any = DEFAULT_DETECTOR,
     *,
@@ -163,7 +156,7 @@ def build_detector(
         device: torch device string.
         options: :class:`OWLv2Detector` keywords (``nms_iou``, ``score_floor``, ``query_template``).
     """
-    if isinstance(spec, (str, os.PathLike)):
+    if is_name(spec):
         if os.fspath(spec) == "tiny-owlv2":
             from ...smoke.vision import tiny_owlv2
 
@@ -171,16 +164,9 @@ def build_detector(
         else:
             model = spec
         return OWLv2Detector(model, processor, device=device, **options)
-    if isinstance(spec, Detector):
-        return spec
-    if _is_module(spec):
+    if is_module(spec) and not isinstance(spec, Detector):  # a loaded Owlv2ForObjectDetection
         return OWLv2Detector(spec, processor, device=device, **options)
-    if callable(spec):
-        return _call_loader(spec, Detector, "detector", "detect")
-    raise TypeError(
-        "spec must be a model name/path, a loaded Owlv2ForObjectDetection, a detector object or a "
-        f"zero-argument loader, got {type(spec).__name__}"
-    )
+    return ready_or_loaded(spec, lambda made: isinstance(made, Detector), "detector", "detect")
 
 
 def build_color_classifier(
@@ -213,7 +199,7 @@ def build_color_classifier(
         get_text_encoder,
     )
 
-    if isinstance(spec, (str, os.PathLike)):
+    if is_name(spec):
         text = os.fspath(spec)
         if not text:
             raise ValueError("spec must be a non-empty model name or path")
@@ -223,9 +209,7 @@ def build_color_classifier(
             get_text_encoder(key, device=device, batch_size=batch_size, dtype=dtype),
             templates=templates,
         )
-    if isinstance(spec, ColorClassifier):
-        return spec
-    if _is_module(spec):
+    if is_module(spec) and not isinstance(spec, ColorClassifier):  # a loaded CLIPModel
         if image_processor is None or tokenizer is None:
             raise ValueError(
                 "image_processor and tokenizer are required when spec is a loaded CLIPModel"
@@ -237,15 +221,7 @@ def build_color_classifier(
             CLIPTextEncoder(spec, tokenizer, device=device, batch_size=batch_size),
             templates=templates,
         )
-    if callable(spec):
-        return _call_loader(spec, ColorClassifier, "colour classifier", "classify")
-    raise TypeError(
-        "spec must be a CLIP name/path, a loaded CLIPModel, a colour classifier or a zero-argument "
-        f"loader, got {type(spec).__name__}"
-    )
-
-
-_CACHE = ModelCache()
+    return ready_or_loaded(spec, lambda made: isinstance(made, ColorClassifier), "colour classifier", "classify")
 
 
 def get_detector(
@@ -260,7 +236,7 @@ def get_detector(
     objects and loaders go straight to :func:`build_detector`. ``dtype``: the weights'
     (``"float32"``, ``"bfloat16"``, ``"float16"``)."""
     dtype = check_dtype(dtype)
-    if not isinstance(spec, (str, os.PathLike)):
+    if not is_name(spec):
         return build_detector(
             spec, device=device, nms_iou=nms_iou, score_floor=score_floor
         )
@@ -272,7 +248,7 @@ def get_detector(
         cast_modules([detector.model], dtype)
         return detector
 
-    return _CACHE.get(key, load)
+    return cached_network(key, load)
 
 
 def get_color_classifier(
@@ -281,18 +257,18 @@ def get_color_classifier(
     """:func:`build_color_classifier` for a name, built once per process (thread-safe);
     its CLIP towers are the cached encoders of ``dtype``."""
     dtype = check_dtype(dtype)
-    if not isinstance(spec, (str, os.PathLike)):
+    if not is_name(spec):
         return build_color_classifier(spec, device=device, batch_size=batch_size)
     device = check_device(device)
     key = ("color", os.fspath(spec), device, batch_size, dtype)
-    return _CACHE.get(
+    return cached_network(
         key, lambda: build_color_classifier(spec, device=device, batch_size=batch_size, dtype=dtype)
     )
 
 
 def clear_geneval_cache() -> None:
-    """Forget cached detectors and colour classifiers."""
-    _CACHE.clear()
+    """Forget cached detectors and colour classifiers (the encoders and FID extractors stay)."""
+    clear_networks("detector", "color")
 
 
 # --------------------------------------------------------------------------- one image end to end

@@ -10,9 +10,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .loading import is_module
 from .common import check_device, to_rgb_images
 from .owlv2_batch import OWLv2Pixels, decode_detections
-from ..functional.geneval import DEFAULT_DETECTOR, DETECTOR_QUERY, Detection, _check_unit
+from ..functional.geneval import DEFAULT_DETECTOR, DETECTOR_QUERY, Detection, check_unit
 
 __all__ = ["OWLv2Detector"]
 
@@ -27,11 +28,6 @@ def _decoded(box: tuple[float, float, float, float], score: float) -> Detection:
     object.__setattr__(det, "score", score)
     object.__setattr__(det, "color", None)
     return det
-
-
-def _is_module(obj: Any) -> bool:
-    # a torch module without importing torch: a loaded network, not a loader
-    return hasattr(obj, "parameters") and hasattr(obj, "forward")
 
 
 def _check_template(name: str, template: Any, keys: tuple[str, ...]) -> str:
@@ -89,8 +85,8 @@ class OWLv2Detector:
         self.query_template = _check_template(
             "query_template", query_template, ("class",)
         )
-        self.nms_iou = _check_unit("nms_iou", nms_iou, low_open=True, high_closed=True)
-        self.score_floor = _check_unit(
+        self.nms_iou = check_unit("nms_iou", nms_iou, low_open=True, high_closed=True)
+        self.score_floor = check_unit(
             "score_floor", score_floor, low_open=False, high_closed=False
         )
         self.device = check_device(device)
@@ -106,7 +102,7 @@ class OWLv2Detector:
                 else processor
             )
             model = Owlv2ForObjectDetection.from_pretrained(self.name)
-        elif _is_module(model):
+        elif is_module(model):
             if processor is None:
                 raise ValueError(
                     "processor is required when model is a loaded instance (pass its Owlv2Processor)"

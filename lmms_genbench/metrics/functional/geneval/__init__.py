@@ -45,9 +45,6 @@ from .rules import (
 )
 from .stats import GenEvalStats
 
-# the name networks/detection.py imports from before the split
-_check_unit = check_unit
-
 __all__ = [
     "COLORS",
     "COLOR_TEMPLATES",
