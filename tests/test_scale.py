@@ -11,7 +11,8 @@ from lmms_genbench.core.errors import ActionableError
 from lmms_genbench.engine import Chain
 from lmms_genbench.engine.merge import MergeConflict, merge_stores
 from lmms_genbench.engine.verify import RECORDS, append_record, read_records, sha256_file, verify_store
-from lmms_genbench.models.cycle import _shard_arg, in_shard
+from lmms_genbench.models.cycle import in_shard
+from lmms_genbench.models.cycle_args import shard_arg
 
 from .test_cycle_model import _model, _request
 
@@ -21,13 +22,13 @@ from .test_cycle_model import _model, _request
 
 @pytest.mark.parametrize("value, expected", [("0/1", (0, 1)), ("1/4", (1, 4)), (" 3 / 4 ", (3, 4)), (None, None)])
 def test_shard_argument_reads_i_of_n(value, expected):
-    assert _shard_arg(value) == expected
+    assert shard_arg(value) == expected
 
 
 @pytest.mark.parametrize("value", ["4/4", "1", "a/b", "-1/2", "0/0", "1/2/3", "0.5/2"])
 def test_a_wrong_shard_argument_names_the_argument_the_form_and_the_value(value):
     with pytest.raises(ActionableError) as err:
-        _shard_arg(value)
+        shard_arg(value)
     message = str(err.value)
     assert "model_args shard" in message and "0 <= i < n" in message and repr(value) in message
     assert "shard=<i>/<n>" in message

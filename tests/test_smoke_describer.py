@@ -24,6 +24,9 @@ from lmms_genbench.smoke.llava import (
     tiny_llava_path,
     tiny_qwen2_vl_path,
 )
+from lmms_genbench.smoke.checkpoints import is_complete
+from lmms_genbench.smoke.qwen2_vl import qwen2_vl_build_key
+from lmms_genbench.smoke.tokenizers import read_words
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "Describe the image in detail."
@@ -144,7 +147,7 @@ def test_generates_nonempty_deterministic_word_salad(outputs: dict, name: str) -
     assert texts[0] != texts[1], (
         "astronaut and coffee should get different descriptions"
     )
-    words = set(smoke_describer._read_words())
+    words = set(read_words())
     for text in texts:
         tokens = text.replace(".", " ").replace(",", " ").split()
         assert sum(t in words for t in tokens) >= 0.8 * len(tokens), text
@@ -180,7 +183,7 @@ def test_rebuild_in_place_is_atomic_and_valid(tmp_path: Path) -> None:
     smoke_describer_marker.write_text(json.dumps({"key": "old", "seed": 0}))
     assert build_tiny_llava(dest) == dest.absolute()
     assert not (dest / "stray.txt").exists()  # stale build was replaced, not merged
-    assert smoke_describer._is_complete(dest, 0)
+    assert is_complete(dest, 0, "llava", smoke_describer.build_key())
     assert _leftovers(tmp_path) == []
 
 
@@ -228,7 +231,7 @@ def test_concurrent_builds_leave_one_valid_folder(tmp_path: Path) -> None:
     assert [p.returncode for p in procs] == [0, 0]
     dest = tmp_path / "smoke" / f"tiny-llava-s0-{smoke_describer.build_key()[:8]}"
     assert paths == [str(dest.absolute())] * 2
-    assert smoke_describer._is_complete(dest, 0)
+    assert is_complete(dest, 0, "llava", smoke_describer.build_key())
     assert _leftovers(dest.parent) == []
 
 
@@ -294,8 +297,8 @@ def qwen_outputs(qwen_dir: Path, one_thread: None) -> dict:
 
 def test_qwen_folder_has_model_and_processor(qwen_dir: Path) -> None:
     _assert_model_and_processor(qwen_dir, "qwen2_vl")
-    assert smoke_describer._is_complete(qwen_dir, 0, "qwen2_vl")
-    assert not smoke_describer._is_complete(qwen_dir, 0, "llava")
+    assert is_complete(qwen_dir, 0, "qwen2_vl", qwen2_vl_build_key())
+    assert not is_complete(qwen_dir, 0, "llava", qwen2_vl_build_key())
 
 
 def test_qwen_batched_describe_nonempty_deterministic(qwen_outputs: dict) -> None:
@@ -305,7 +308,7 @@ def test_qwen_batched_describe_nonempty_deterministic(qwen_outputs: dict) -> Non
     ]
     assert qwen_outputs["4_again"] == texts
     assert len(set(texts)) == len(QWEN_IMAGES), "different images, different descriptions"
-    words = set(smoke_describer._read_words())
+    words = set(read_words())
     for text in texts:
         tokens = text.replace(".", " ").replace(",", " ").split()
         assert sum(t in words for t in tokens) >= 0.8 * len(tokens), text
@@ -338,7 +341,7 @@ def test_tiny_qwen2_vl_path_caches_beside_llava(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "root"))
-    key = smoke_describer.build_key()[:8]
+    key = qwen2_vl_build_key()[:8]
     path = tiny_qwen2_vl_path(seed=2)
     assert path == (tmp_path / "root" / "smoke" / f"tiny-qwen2-vl-s2-{key}").absolute()
     marker = path / "genbench_smoke.json"
@@ -363,7 +366,7 @@ def test_the_vllm_qwen2_vl_has_head_dim_32_and_describes_with_transformers(
 
     monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "root"))
     path = tiny_qwen2_vl_path(seed=0, head_dim=VLLM_HEAD_DIM)
-    key = smoke_describer.build_key()[:8]
+    key = qwen2_vl_build_key()[:8]
     assert path == (tmp_path / "root" / "smoke" / f"tiny-qwen2-vl-h32-s0-{key}").absolute()
     assert json.loads((path / "genbench_smoke.json").read_text())["model"] == "qwen2_vl_h32"
     text = json.loads((path / "config.json").read_text())["text_config"]

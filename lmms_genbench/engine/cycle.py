@@ -7,7 +7,7 @@ generator draws one wave while the describer describes the other, and drawing
 starts as soon as a describer batch is done. Only the waves in flight hold
 images, so memory does not grow with the number of docs: a doc and its seed
 image are read when their wave is about to run, in a loader thread
-(:mod:`.waves` runs this).
+(:mod:`.planning` cuts the waves, :mod:`.waves` runs them).
 
 Each hop's input is handed on in memory (a seed reaches the describer as a
 decoded image, never through a PNG round trip); every text and image is also
@@ -33,7 +33,8 @@ from .describer import Describer
 from .protocol import ChainSpec
 from .locks import ChainLocks
 from .store import ChainLocation
-from .waves import ChainState, WaveRunner, chunked, generation_seed, plan
+from .planning import ChainState, chunked, plan
+from .waves import WaveRunner, generation_seed
 from .writer import StoreWriter
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""One run of the cycle engine: chains in waves, two waves in flight.
+"""One run of the cycle engine: the waves :func:`.planning.plan` cut, two in flight.
 
 The calling thread describes; a drawer thread draws (in full generator batches,
 starting as soon as a describer batch is done); loader threads read docs, seeds
@@ -16,59 +16,25 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable
 
 from ..core.keys import stable_hash
-from ..core.secrets import scrub
 from ..generators.base import GenerationFailure, GeneratorConfigError
 from .chain import ChainFailure
 from .failures import failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
+from .planning import ChainState, Wave, chunked, resume
 from .protocol import ChainSpec
-from .verify import check_chain
 from .writer import StoreWriter
 
 #: waves in flight at once: one being described while the other is drawn
 WAVES_IN_FLIGHT = 2
 
 
-def chunked(items: Sequence, size: int) -> Iterable[Sequence]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def generation_seed(spec: ChainSpec, key: str, hop: int) -> int:
     """Per-doc, per-hop seed: reproducible and independent of batching and rank."""
     digest = hashlib.sha256(f"{spec.seed}|{key}|{hop}".encode()).hexdigest()
     return int(digest[:8], 16) & 0x7FFFFFFF
-
-
-class ChainState:
-    """One chain during a run: the next hop to compute and that hop's input."""
-
-    __slots__ = ("outcome", "load_seed", "seed_missing", "hop", "carry", "pending", "deferred", "repair")
-
-    def __init__(self, outcome, load_seed: Callable[[], Any]) -> None:
-        self.outcome = outcome
-        self.load_seed = load_seed
-        self.seed_missing = False
-        self.hop: int | None = None  # next hop to compute; None: nothing left
-        self.carry: Any = None  # hop - 1's image or text, in memory
-        self.pending: Future | None = None  # that input, being loaded
-        self.deferred = False  # another run holds the chain: read it once that run is done
-        self.repair = False  # stored hops to move aside or record, under the chain's lock
-
-    @property
-    def kind(self) -> str:
-        return self.outcome.spec.kind(self.hop)
-
-    def fail(self, hop: int, stage: str, reason: str) -> None:
-        # reasons reach logs, reports and runs.jsonl: never a credential an endpoint echoed
-        self.outcome.failure = ChainFailure(hop, stage, scrub(reason))
-        self.hop, self.carry, self.pending = None, None, None
-
-    def defer(self) -> None:
-        self.deferred, self.hop, self.carry, self.pending, self.seed_missing = True, None, None, None, False
 
 
 @dataclass
@@ -78,59 +44,6 @@ class _Loaded:
     value: Any = None
     failure: ChainFailure | None = None
     seed_stored: bool = False
-
-
-class Wave:
-    def __init__(self, chains: list[ChainState]) -> None:
-        self.chains = chains
-        self.draws: list[Future] = []
-        self.loaded = False
-
-    def busy(self) -> bool:
-        return any(not f.done() for f in self.draws)
-
-    def step(self) -> int | None:
-        """The next hop any of its chains needs (breadth-first within the wave)."""
-        return min((c.hop for c in self.chains if c.hop is not None), default=None)
-
-
-def resume(engine, chain: ChainState, repair: bool) -> int:
-    """Verify the chain's stored hops (:func:`.verify.check_chain`) and set where it resumes:
-    ``seed_missing`` and ``hop``, the first hop to compute. Returns the stored hops this run
-    may reuse. ``repair`` (under the chain's lock) moves refused hops aside and records
-    unrecorded ones; without it the chain is only marked to be repaired."""
-    outcome = chain.outcome
-    spec = outcome.spec
-    check = check_chain(outcome.location.directory, spec.kind, spec.hops, repair=repair, missing_seed_ok=True)
-    valid = max(check.valid, 1)  # a refused or absent seed is read from the doc again
-    outcome.verified = valid
-    outcome.repaired = outcome.repaired or bool(check.moved)
-    chain.repair = not repair and check.needs_repair
-    chain.seed_missing = check.valid == 0 or check.seed_missing
-    chain.hop = valid if valid <= spec.hops and engine.may_compute(valid) else None
-    limit = spec.hops if engine.stop_after_hop is None else min(spec.hops, engine.stop_after_hop)
-    stored = max(min(valid, limit + 1) - (1 if chain.seed_missing else 0), 0)
-    outcome.reused = stored
-    return stored
-
-
-def plan(engine, chains: list[ChainState], size: int, stats) -> tuple[list[Wave], int]:
-    """Each chain's first hop to compute, and the chains with work cut into waves
-    (one direction per wave, in job order); also how many have nothing to do. Chains are
-    verified without their locks here, read only: one with work or with hops to repair is
-    verified again, and repaired, once its wave holds its lock."""
-    by_direction: dict[str, list[ChainState]] = {}
-    idle = 0
-    for chain in chains:
-        chain.deferred = False
-        reused = resume(engine, chain, repair=False)
-        if chain.hop is None and not chain.seed_missing and not chain.repair:
-            stats.hops_reused += reused
-            idle += 1
-        else:
-            by_direction.setdefault(chain.outcome.spec.direction, []).append(chain)
-    waves = [Wave(list(part)) for group in by_direction.values() for part in chunked(group, size)]
-    return waves, idle
 
 
 class _Inline:

@@ -4,7 +4,7 @@ Each folder loads with an lmms-eval 0.7.3 model class and transformers' real mod
 and processor classes: ``qwen2_5_vl``, ``gemma3``, ``idefics2``, ``internvl_hf``, and
 LLaVA-OneVision through ``llava_hf`` (lmms-eval's own ``llava_onevision`` class needs
 the LLaVA-NeXT ``llava`` package). Tokenizers are the word-level ones of
-:mod:`.llava` with each family's special tokens and a ChatML template; images are
+:mod:`.tokenizers` with each family's special tokens and a ChatML template; images are
 32 px; language models have 2 layers of width 64; weights are seeded. They describe
 in random words: they verify plumbing, never description quality.
 """
@@ -15,29 +15,14 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from .llava import (
-    _QWEN_SPECIALS,
-    _TEMPLATE_WORDS,
-    QWEN2_VL_MAX_PIXELS,
-    QWEN2_VL_MIN_PIXELS,
-    QWEN2_VL_MERGE_SIZE,
-    QWEN2_VL_PATCH_SIZE,
-    QWEN_CHAT_TEMPLATE,
-    QWEN_IMAGE_PAD,
-    QWEN_VIDEO_PAD,
-    QWEN_VISION_END,
-    QWEN_VISION_START,
-    UNK,
-    _build_atomically,
-    _cache_root,
-    _init_and_save,
-    _is_complete,
-    _vocab,
-    _word_level_tokenizer,
-    build_key,
-)
+from . import qwen2_vl, tokenizers
+from .checkpoints import build_atomically, builder_key, cached, init_and_save
+from .qwen2_vl import (QWEN2_VL_MAX_PIXELS, QWEN2_VL_MERGE_SIZE, QWEN2_VL_MIN_PIXELS, QWEN2_VL_PATCH_SIZE,
+                       QWEN_CHAT_TEMPLATE, QWEN_IMAGE_PAD, QWEN_SPECIALS, QWEN_VIDEO_PAD, QWEN_VISION_END,
+                       QWEN_VISION_START)
+from .tokenizers import TEMPLATE_WORDS, UNK, word_level_tokenizer, word_vocab
 
-__all__ = ["DESCRIBERS", "build_tiny_describer", "describer_args", "tiny_describer_path"]
+__all__ = ["DESCRIBERS", "build_tiny_describer", "describer_args", "describers_build_key", "tiny_describer_path"]
 
 _IMAGE_SIZE, _PATCH = 32, 8
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
@@ -56,11 +41,11 @@ def _chatml(image: str) -> str:
 
 
 def _tokenizer(specials: list[str], template: str, *, extra: dict[str, str], bos: str | None = None):
-    vocab = _vocab(specials)
-    tokenizer = _word_level_tokenizer(vocab, specials, eos=_IM_END, pad="<pad>", bos=bos,
+    vocab = word_vocab(specials)
+    tokenizer = word_level_tokenizer(vocab, specials, eos=_IM_END, pad="<pad>", bos=bos,
                                       extra_special_tokens=extra, chat_template=template)
     # never generated: specials, and words that read like a new chat turn
-    banned = [vocab[t] for t in specials + _TEMPLATE_WORDS if t in vocab]
+    banned = [vocab[t] for t in specials + TEMPLATE_WORDS if t in vocab]
     return vocab, tokenizer, banned
 
 
@@ -77,7 +62,7 @@ def _siglip() -> dict[str, Any]:
 
 
 def _save(folder: Path, model_cls, config, processor, seed: int, vocab, banned) -> None:
-    _init_and_save(folder, model_cls, config, processor, seed, banned,
+    init_and_save(folder, model_cls, config, processor, seed, banned,
                    eos_token_id=vocab[_IM_END], pad_token_id=vocab["<pad>"])
 
 
@@ -85,7 +70,7 @@ def _qwen2_5_vl(folder: Path, seed: int) -> None:
     from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
                               Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
 
-    specials = ["<pad>", *_QWEN_SPECIALS]
+    specials = ["<pad>", *QWEN_SPECIALS]
     vocab, tokenizer, banned = _tokenizer(specials, QWEN_CHAT_TEMPLATE,
                                           extra={"image_token": QWEN_IMAGE_PAD, "video_token": QWEN_VIDEO_PAD})
     patching = {"patch_size": QWEN2_VL_PATCH_SIZE, "merge_size": QWEN2_VL_MERGE_SIZE, "temporal_patch_size": 2,
@@ -205,6 +190,12 @@ DESCRIBERS = {"qwen2_5_vl": "qwen2_5_vl", "llava_onevision": "llava_hf", "gemma3
               "idefics2": "idefics2", "internvl_hf": "internvl_hf"}
 
 
+def describers_build_key() -> str:
+    """The builder key (:func:`.checkpoints.builder_key`) over the tokenizer's sources, the tiny
+    Qwen2-VL's (whose tokens and template the Qwen2.5-VL one takes) and this module."""
+    return builder_key(*tokenizers.SOURCES, Path(qwen2_vl.__file__), Path(__file__))
+
+
 def describer_args(checkpoint: str, path: str | os.PathLike) -> dict[str, Any]:
     """The ``describer.<arg>`` values that load ``checkpoint``'s folder on a CPU."""
     args: dict[str, Any] = {"pretrained": str(path), "device": "cpu", "device_map": "cpu"}
@@ -222,15 +213,12 @@ def _check(checkpoint: str) -> str:
 def build_tiny_describer(checkpoint: str, path: str | os.PathLike, seed: int = 0) -> Path:
     """Build ``checkpoint``'s tiny folder into ``path`` atomically; return ``path``."""
     write = _BUILDERS[_check(checkpoint)]
-    return _build_atomically(Path(path).expanduser().absolute(), seed, f"describer_{checkpoint}", write,
-                             key=build_key(Path(__file__)))
+    return build_atomically(Path(path).expanduser().absolute(), seed, f"describer_{checkpoint}", write,
+                            describers_build_key())
 
 
 def tiny_describer_path(checkpoint: str, cache_dir: str | os.PathLike | None = None, seed: int = 0) -> Path:
     """A cached tiny ``checkpoint`` folder (``<root>/smoke/tiny-<checkpoint>-s{seed}-<key>``), built on first use."""
-    key = build_key(Path(__file__))
-    dest = _cache_root(cache_dir) / "smoke" / f"tiny-{_check(checkpoint).replace('_', '-')}-s{seed}-{key[:8]}"
-    if _is_complete(dest, seed, f"describer_{checkpoint}", key):
-        return dest.absolute()
-    return build_tiny_describer(checkpoint, dest, seed)
-
+    key = describers_build_key()
+    return cached(cache_dir, f"tiny-{_check(checkpoint).replace('_', '-')}-s{seed}-{key[:8]}", seed,
+                  f"describer_{checkpoint}", key, lambda dest: build_tiny_describer(checkpoint, dest, seed))

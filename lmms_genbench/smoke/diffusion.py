@@ -16,7 +16,7 @@ import tempfile
 from typing import Any
 
 from ..core.deps import require
-from .vision import _seeded
+from .vision import seeded
 from .vocab import byte_level_vocab
 
 __all__ = ["MAX_TOKENS", "MERGES", "build_tiny_pipeline", "build_tiny_tokenizer"]
@@ -76,7 +76,7 @@ def build_tiny_pipeline(seed: int = 0) -> Any:
     transformers = require("transformers", "the smoke generator")
 
     tokenizer = build_tiny_tokenizer()
-    unet = _seeded(
+    unet = seeded(
         seed,
         lambda: diffusers.UNet2DConditionModel(
             block_out_channels=_CHANNELS,
@@ -90,7 +90,7 @@ def build_tiny_pipeline(seed: int = 0) -> Any:
             norm_num_groups=_GROUPS,
         ),
     )
-    vae = _seeded(
+    vae = seeded(
         seed,
         lambda: diffusers.AutoencoderKL(
             block_out_channels=list(_CHANNELS),
@@ -114,7 +114,7 @@ def build_tiny_pipeline(seed: int = 0) -> Any:
         max_position_embeddings=MAX_TOKENS,
         vocab_size=_VOCAB_SIZE,
     )
-    text_encoder = _seeded(seed, lambda: transformers.CLIPTextModel(text_config))
+    text_encoder = seeded(seed, lambda: transformers.CLIPTextModel(text_config))
     scheduler = diffusers.DDIMScheduler(
         beta_start=0.00085,
         beta_end=0.012,

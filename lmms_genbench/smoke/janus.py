@@ -4,7 +4,7 @@ The folder loads with transformers' real ``JanusForConditionalGeneration`` and
 ``JanusProcessor``, so ``unified=janus,unified.pretrained=<folder>`` drives the
 genuine Janus code paths (understanding with an image, image generation with
 classifier-free guidance and VQ decoding) with no download. The tokenizer is the
-word-level one of :mod:`.smoke_describer` with Janus' special tokens; weights are
+word-level one of :mod:`.tokenizers` with Janus' special tokens; weights are
 seeded. It describes in random words and draws 32x32 noise.
 """
 
@@ -13,20 +13,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .llava import (
-    _TEMPLATE_WORDS,
-    BOS,
-    EOS,
-    PAD,
-    UNK,
-    _build_atomically,
-    _cache_root,
-    _init_and_save,
-    _is_complete,
-    _vocab,
-    _word_level_tokenizer,
-    build_key,
-)
+from . import tokenizers
+from .checkpoints import build_atomically, builder_key, cached, init_and_save
+from .tokenizers import BOS, EOS, PAD, TEMPLATE_WORDS, UNK, word_level_tokenizer, word_vocab
 
 __all__ = ["JANUS_IMAGE_SIZE", "JANUS_IMAGE_TOKENS", "build_tiny_janus", "janus_build_key", "tiny_janus_path"]
 
@@ -58,8 +47,8 @@ CHAT_TEMPLATE = (
 
 
 def janus_build_key() -> str:
-    """The builder key: :func:`.smoke_describer.build_key` plus this module's source."""
-    return build_key(Path(__file__))
+    """The builder key: :func:`.checkpoints.builder_key` over the tokenizer's sources and this module."""
+    return builder_key(*tokenizers.SOURCES, Path(__file__))
 
 
 def _write_checkpoint(folder: Path, seed: int) -> None:
@@ -70,8 +59,8 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
         JanusProcessor,
     )
 
-    vocab = _vocab(_SPECIALS)
-    tokenizer = _word_level_tokenizer(
+    vocab = word_vocab(_SPECIALS)
+    tokenizer = word_level_tokenizer(
         vocab,
         _SPECIALS,
         eos=EOS,
@@ -81,7 +70,7 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
         extra_special_tokens={"image_token": IMAGE_TOKEN, "boi_token": BOI, "eoi_token": EOI},
         chat_template=CHAT_TEMPLATE,
     )
-    banned_ids = [vocab[t] for t in _SPECIALS + _TEMPLATE_WORDS]
+    banned_ids = [vocab[t] for t in _SPECIALS + TEMPLATE_WORDS]
     processor = JanusProcessor(
         # Janus-Pro normalises to [-1, 1] (mean = std = 0.5), the range its VQ decoder emits.
         image_processor=JanusImageProcessor(
@@ -136,7 +125,7 @@ def _write_checkpoint(folder: Path, seed: int) -> None:
     # Image mode reads the begin-of-image id from here, as in the real checkpoints. No text
     # safeguards: image mode would apply them to codebook logits.
     generation = {"generation_kwargs": {"boi_token_id": vocab[BOI]}}
-    _init_and_save(folder, JanusForConditionalGeneration, config, processor, seed, banned_ids, generation, **ids)
+    init_and_save(folder, JanusForConditionalGeneration, config, processor, seed, banned_ids, generation, **ids)
 
 
 def build_tiny_janus(path: str | os.PathLike, seed: int = 0) -> Path:
@@ -144,11 +133,11 @@ def build_tiny_janus(path: str | os.PathLike, seed: int = 0) -> Path:
 
     Args:
         path: destination folder (parent created if missing); written into a hidden
-            sibling and moved into place, as :func:`.smoke_describer.build_tiny_llava`.
+            sibling and moved into place (:func:`.checkpoints.build_atomically`).
         seed: torch seed for the random weights; same seed, same checkpoint.
     """
     dest = Path(path).expanduser().absolute()
-    return _build_atomically(dest, seed, "janus", _write_checkpoint, janus_build_key())
+    return build_atomically(dest, seed, "janus", _write_checkpoint, janus_build_key())
 
 
 def tiny_janus_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -> Path:
@@ -164,7 +153,5 @@ def tiny_janus_path(cache_dir: str | os.PathLike | None = None, seed: int = 0) -
     Safe to call from several processes at once.
     """
     key = janus_build_key()
-    dest = _cache_root(cache_dir) / "smoke" / f"tiny-janus-s{seed}-{key[:8]}"
-    if _is_complete(dest, seed, "janus", key):
-        return dest.absolute()
-    return build_tiny_janus(dest, seed=seed)
+    return cached(cache_dir, f"tiny-janus-s{seed}-{key[:8]}", seed, "janus", key,
+                  lambda dest: build_tiny_janus(dest, seed=seed))

@@ -6,14 +6,19 @@ global torch RNG. Their similarities carry no meaning; they only exercise the co
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .vocab import byte_level_vocab
 from ..core.args import is_whole
 
-__all__ = ["TinyCLIP", "TinyViT", "tiny_clip", "tiny_owlv2", "tiny_vit"]
+__all__ = ["TINY_TOWER", "TinyCLIP", "TinyViT", "seeded", "tiny_clip", "tiny_owlv2", "tiny_vit"]
 
 _TINY_IMAGE_SIZE = 32
+#: the vision tower every tiny network here shares (the tiny LLaVA's too): 2 layers of
+#: width 32 with 2 heads, over 32 x 32 images in 8 x 8 patches
+TINY_TOWER = MappingProxyType({"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                               "image_size": _TINY_IMAGE_SIZE, "patch_size": 8})
 _TINY_TEXT_LENGTH = 16
 
 
@@ -34,7 +39,8 @@ def _check_seed(seed: Any) -> int:
     return seed
 
 
-def _seeded(seed: int, build: Any) -> Any:
+def seeded(seed: int, build: Any) -> Any:
+    """``build()`` with torch's CPU RNG seeded to ``seed``: the same weights for the same seed."""
     import torch
 
     # fork_rng restores the global CPU RNG afterwards, so callers' randomness is untouched
@@ -55,15 +61,8 @@ def tiny_vit(seed: int = 0) -> TinyViT:
     from transformers import ViTConfig, ViTModel
 
     seed = _check_seed(seed)
-    config = ViTConfig(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=37,
-        image_size=_TINY_IMAGE_SIZE,
-        patch_size=8,
-    )
-    model = _seeded(seed, lambda: ViTModel(config)).eval()
+    config = ViTConfig(**TINY_TOWER, intermediate_size=37)
+    model = seeded(seed, lambda: ViTModel(config)).eval()
     processor = _pil_processor_class("ViTImageProcessor")(
         size={"height": _TINY_IMAGE_SIZE, "width": _TINY_IMAGE_SIZE}
     )
@@ -103,18 +102,10 @@ def tiny_clip(seed: int = 0) -> TinyCLIP:
             "pad_token_id": tokenizer.pad_token_id,
             "projection_dim": 16,
         },
-        vision_config={
-            "hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "image_size": _TINY_IMAGE_SIZE,
-            "patch_size": 8,
-            "projection_dim": 16,
-        },
+        vision_config={**TINY_TOWER, "intermediate_size": 37, "projection_dim": 16},
         projection_dim=16,
     )
-    model = _seeded(seed, lambda: CLIPModel(config)).eval()
+    model = seeded(seed, lambda: CLIPModel(config)).eval()
     image_processor = _pil_processor_class("CLIPImageProcessor")(
         size={"shortest_edge": _TINY_IMAGE_SIZE},
         crop_size={"height": _TINY_IMAGE_SIZE, "width": _TINY_IMAGE_SIZE},
@@ -142,10 +133,10 @@ def tiny_owlv2(seed: int = 0) -> tuple[Any, Any]:
             "pad_token_id": tokenizer.pad_token_id,
             **layers,
         },
-        vision_config={"hidden_size": 32, "image_size": _TINY_IMAGE_SIZE, "patch_size": 8, **layers},
+        vision_config={**TINY_TOWER, **layers},
         projection_dim=32,  # OWLv2's class head needs projection_dim == text hidden size
     )
-    model = _seeded(seed, lambda: Owlv2ForObjectDetection(config)).eval()
+    model = seeded(seed, lambda: Owlv2ForObjectDetection(config)).eval()
     image_processor = _pil_processor_class("Owlv2ImageProcessor")(
         size={"height": _TINY_IMAGE_SIZE, "width": _TINY_IMAGE_SIZE}
     )

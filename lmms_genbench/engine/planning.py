@@ -1,0 +1,106 @@
+"""Where each chain of a run resumes, and the chains with work cut into waves.
+
+Before a run, every chain's stored hops are verified (:func:`.verify.check_chain`)
+to find its first hop to compute; chains with nothing to do are counted and left
+out, the others are cut into :class:`Wave`s of one direction each, in job order.
+:mod:`.waves` runs the waves; :class:`ChainState` is what it moves along.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any, Callable, Iterable, Sequence
+
+from ..core.secrets import scrub
+from .chain import ChainFailure
+from .verify import check_chain
+
+__all__ = ["ChainState", "Wave", "chunked", "plan", "resume"]
+
+
+def chunked(items: Sequence, size: int) -> Iterable[Sequence]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class ChainState:
+    """One chain during a run: the next hop to compute and that hop's input."""
+
+    __slots__ = ("outcome", "load_seed", "seed_missing", "hop", "carry", "pending", "deferred", "repair")
+
+    def __init__(self, outcome, load_seed: Callable[[], Any]) -> None:
+        self.outcome = outcome
+        self.load_seed = load_seed
+        self.seed_missing = False
+        self.hop: int | None = None  # next hop to compute; None: nothing left
+        self.carry: Any = None  # hop - 1's image or text, in memory
+        self.pending: Future | None = None  # that input, being loaded
+        self.deferred = False  # another run holds the chain: read it once that run is done
+        self.repair = False  # stored hops to move aside or record, under the chain's lock
+
+    @property
+    def kind(self) -> str:
+        return self.outcome.spec.kind(self.hop)
+
+    def fail(self, hop: int, stage: str, reason: str) -> None:
+        # reasons reach logs, reports and runs.jsonl: never a credential an endpoint echoed
+        self.outcome.failure = ChainFailure(hop, stage, scrub(reason))
+        self.hop, self.carry, self.pending = None, None, None
+
+    def defer(self) -> None:
+        self.deferred, self.hop, self.carry, self.pending, self.seed_missing = True, None, None, None, False
+
+
+class Wave:
+    """Chains that run together, breadth-first, and the drawings of theirs in flight."""
+
+    def __init__(self, chains: list[ChainState]) -> None:
+        self.chains = chains
+        self.draws: list[Future] = []
+        self.loaded = False
+
+    def busy(self) -> bool:
+        return any(not f.done() for f in self.draws)
+
+    def step(self) -> int | None:
+        """The next hop any of its chains needs (breadth-first within the wave)."""
+        return min((c.hop for c in self.chains if c.hop is not None), default=None)
+
+
+def resume(engine, chain: ChainState, repair: bool) -> int:
+    """Verify the chain's stored hops (:func:`.verify.check_chain`) and set where it resumes:
+    ``seed_missing`` and ``hop``, the first hop to compute. Returns the stored hops this run
+    may reuse. ``repair`` (under the chain's lock) moves refused hops aside and records
+    unrecorded ones; without it the chain is only marked to be repaired."""
+    outcome = chain.outcome
+    spec = outcome.spec
+    check = check_chain(outcome.location.directory, spec.kind, spec.hops, repair=repair, missing_seed_ok=True)
+    valid = max(check.valid, 1)  # a refused or absent seed is read from the doc again
+    outcome.verified = valid
+    outcome.repaired = outcome.repaired or bool(check.moved)
+    chain.repair = not repair and check.needs_repair
+    chain.seed_missing = check.valid == 0 or check.seed_missing
+    chain.hop = valid if valid <= spec.hops and engine.may_compute(valid) else None
+    limit = spec.hops if engine.stop_after_hop is None else min(spec.hops, engine.stop_after_hop)
+    stored = max(min(valid, limit + 1) - (1 if chain.seed_missing else 0), 0)
+    outcome.reused = stored
+    return stored
+
+
+def plan(engine, chains: list[ChainState], size: int, stats) -> tuple[list[Wave], int]:
+    """Each chain's first hop to compute, and the chains with work cut into waves
+    (one direction per wave, in job order); also how many have nothing to do. Chains are
+    verified without their locks here, read only: one with work or with hops to repair is
+    verified again, and repaired, once its wave holds its lock."""
+    by_direction: dict[str, list[ChainState]] = {}
+    idle = 0
+    for chain in chains:
+        chain.deferred = False
+        reused = resume(engine, chain, repair=False)
+        if chain.hop is None and not chain.seed_missing and not chain.repair:
+            stats.hops_reused += reused
+            idle += 1
+        else:
+            by_direction.setdefault(chain.outcome.spec.direction, []).append(chain)
+    waves = [Wave(list(part)) for group in by_direction.values() for part in chunked(group, size)]
+    return waves, idle
