@@ -224,7 +224,7 @@ def build_networks(describer: str, args: argparse.Namespace, work: Path) -> tupl
         import real_size
 
         return real_size.networks(describer, args, work)
-    from lmms_genbench.models.cycle import _smoke_describer_args
+    from lmms_genbench.models.cycle_args import smoke_describer_args
     from lmms_genbench.smoke.llava import QWEN2_VL_MAX_PIXELS, QWEN2_VL_MIN_PIXELS, tiny_qwen2_vl_path
 
     if describer == "qwen2_vl":
@@ -232,7 +232,7 @@ def build_networks(describer: str, args: argparse.Namespace, work: Path) -> tupl
                   "batch_size": args.describer_batch, "min_pixels": QWEN2_VL_MIN_PIXELS,
                   "max_pixels": QWEN2_VL_MAX_PIXELS}
     else:
-        d_args = {**_smoke_describer_args(), "device": args.device, "device_map": args.device}
+        d_args = {**smoke_describer_args(), "device": args.device, "device_map": args.device}
     model_args = {"describer": describer, **{f"describer.{k}": v for k, v in d_args.items()},
                   "generator": "smoke", "generator.device": args.device,
                   "generator.batch_size": args.generator_batch, "describer_batch": args.describer_batch}

@@ -86,6 +86,18 @@ def test_the_report_says_how_much_of_each_description_the_generator_read(smoke_r
                          for r in drawn)
 
 
+def test_the_results_file_carries_the_runs_own_rates(smoke_run):
+    """The cycle model logs each engine run to lmms-eval's throughput log (issue 24, item 5):
+    the results file's ``throughput`` gives seconds per described and per drawn hop."""
+    from lmms_genbench.analysis.rates import rates_from_throughput
+
+    throughput = smoke_run.results["throughput"]
+    rates = rates_from_throughput(throughput)
+    assert set(rates) == {"describe", "draw"}, throughput
+    assert all(r["seconds_per_item"] > 0 and r["items"] > 0 for r in rates.values())
+    assert throughput["total_gen_tokens"] > 0 and throughput["avg_describe_words"] > 0
+
+
 def test_logged_samples_hold_each_doc_once(smoke_run):
     """--log_samples: the chain's address once per doc and a status per metric, not a
     copy of the doc's record under every metric name (17.6 KB per sdp_geneval_smoke doc before)."""

@@ -284,6 +284,7 @@ class WaveRunner:
                         chain.fail(hop, "describe", reason)
                         continue
                     text = text.strip()
+                    self.stats.describe_words += len(text.split())
                     self.writer.write_text(chain.outcome.location, hop, text)
                     self._advance(chain, hop, text)
                     if chain.hop == hop + 1:

@@ -52,7 +52,7 @@ from lmms_eval.api.model import lmms
 
 from .. import host
 from ..core.model_args import optional_int, split_prefixed
-from .cycle import _OFFLINE, _smoke_describer_args
+from .cycle_args import OFFLINE_HINT, smoke_describer_args
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class ChefModel(lmms):
                 raise ValueError(f"model_args preset must be 'smoke', got {preset!r}")
             inner = inner or "llava_hf"
             if inner == "llava_hf":
-                inner_args = {**_smoke_describer_args(), **inner_args}
+                inner_args = {**smoke_describer_args(), **inner_args}
         if not inner:
             raise ValueError("model_args inner is required (an lmms-eval model name such as llava_hf), or use preset=smoke")
         if ll_returns not in LL_RETURNS:
@@ -176,7 +176,7 @@ class ChefModel(lmms):
         self.judge_temperature = float(judge_temperature)
         self.judge_image = judge_image not in (False, "false", "False", 0, "0")
 
-        self.inner = host.build_model(inner, inner_args, role="inner model", prefix="inner.", otherwise=_OFFLINE)
+        self.inner = host.build_model(inner, inner_args, role="inner model", prefix="inner.", otherwise=OFFLINE_HINT)
         self.inner_name = inner
         from ..chef.option_logprob import supports_hf_scoring
 

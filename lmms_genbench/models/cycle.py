@@ -33,19 +33,14 @@ from ..engine import (ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, C
                       LmmsDescriber)
 from ..generators import (GeneratorConfigError, LazyGenerator, build_generator_or_explain, config_failure,
                           explain_generator_failure, plan_generator)
+from .throughput import log_engine_run
 from ..core.errors import from_exception, load_failure
-from .cycle_args import (PRESETS, SCORER_PRESETS, TOP_LEVEL_ARGS, VLLM_CPU_MEMORY_FRACTION, CycleArgs, in_shard,
-                         parse_model_args, smoke_describer_args)
+from .cycle_args import (OFFLINE_HINT, PRESETS, SCORER_PRESETS, TOP_LEVEL_ARGS, VLLM_CPU_MEMORY_FRACTION, CycleArgs, in_shard,
+                         parse_model_args)
 
 # the names model_args parsing had here before cycle_args.py, still importable from here
 __all__ = ["PRESETS", "SCORER_PRESETS", "TOP_LEVEL_ARGS", "VLLM_CPU_MEMORY_FRACTION", "CycleModel", "build_describer",
            "in_shard"]
-#: models/chef.py and benchmarks/cycle_throughput.py build the smoke describer by this name
-_smoke_describer_args = smoke_describer_args
-
-
-#: the way out of a model that did not load, named in its error line
-_OFFLINE = "run offline with --model_args preset=smoke"
 
 
 def _build_roles(args: CycleArgs):
@@ -63,24 +58,24 @@ def _build_roles(args: CycleArgs):
         try:
             model = build_unified(unified, **unified_args)
         except Exception as exc:
-            raise load_failure(exc, "unified model", unified, unified_args, "unified.", _OFFLINE)
+            raise load_failure(exc, "unified model", unified, unified_args, "unified.", OFFLINE_HINT)
         return model, model, bool(getattr(model, "concurrent", False))
     # the weights load on first use, so a run whose hops are all stored loads neither (issue 24);
     # what can be checked without them (names, arguments, devices) is checked now, before any doc
     host.model_class(describer, role="describer")
     lazy_describer = LazyDescriber(host.model_identity(describer, describer_args),
                                    functools.partial(build_describer, describer, describer_args))
-    build = functools.partial(build_generator_or_explain, generator, generator_args, _OFFLINE)
+    build = functools.partial(build_generator_or_explain, generator, generator_args, OFFLINE_HINT)
     try:
         plan = plan_generator(generator, generator_args)
     except Exception as exc:
-        raise explain_generator_failure(exc, generator, generator_args, _OFFLINE) from exc
+        raise explain_generator_failure(exc, generator, generator_args, OFFLINE_HINT) from exc
     return lazy_describer, (build() if plan is None else LazyGenerator(plan, build)), True
 
 
 def build_describer(name: str, args: dict[str, Any]):
     """Instantiate a registered lmms-eval model by name with its own arguments."""
-    otherwise = _OFFLINE
+    otherwise = OFFLINE_HINT
     if name == "vllm":
         # vLLM's engine fails in a child process; the parent sees only "initialization
         # failed", most often for memory: say which argument decides it
@@ -88,7 +83,7 @@ def build_describer(name: str, args: dict[str, Any]):
             f"if vLLM's log above blames memory, change describer.gpu_memory_utilization (here "
             f"{args.get('gpu_memory_utilization', 'the class default 0.8')}): the fraction of the GPU's "
             f"memory, or without CUDA of the RAM (default {VLLM_CPU_MEMORY_FRACTION} there), that vLLM "
-            f"reserves for the weights and the KV cache; or {_OFFLINE}"
+            f"reserves for the weights and the KV cache; or {OFFLINE_HINT}"
         )
     model = host.build_model(name, args, role="describer", prefix="describer.", otherwise=otherwise)
     return LmmsDescriber(model, host.model_identity(name, args))
@@ -333,6 +328,7 @@ class CycleModel(lmms):
             outcomes, stats = self.engine.run([jobs[i] for i in picked])
             by_index.update(zip(picked, outcomes))
             self.last_stats = stats
+            log_engine_run(stats)  # the results file's "throughput": this run's own seconds per hop
             for namespace, (task, spec) in namespaces.items():
                 if spec.direction == direction:
                     mine = [o for o in outcomes if o.location.directory.parent == namespace]

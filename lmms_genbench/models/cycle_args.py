@@ -20,7 +20,7 @@ from ..core.registry import lookup
 from ..generators import generator_names
 
 __all__ = ["PRESETS", "SCORER_PRESETS", "TOP_LEVEL_ARGS", "VLLM_CPU_MEMORY_FRACTION", "CycleArgs", "in_shard",
-           "parse_model_args", "resolve_roles", "shard_arg", "smoke_describer_args", "smoke_unified_args",
+           "parse_model_args", "resolve_roles", "shard_arg", "smoke_describer_args", "OFFLINE_HINT", "smoke_unified_args",
            "vllm_describer_args"]
 
 
@@ -33,6 +33,10 @@ PRESETS: dict[str, dict[str, Any]] = {
 # a smoke model's chains are scored with offline networks too, whatever the task
 # asks (explicit scorer settings of the task and LMMS_GENBENCH_* variables still win)
 SCORER_PRESETS = {"smoke": "smoke", "smoke_unified": "smoke"}
+
+
+#: the way out of a model that did not load, named in its error line (cycle and chef models)
+OFFLINE_HINT = "run offline with --model_args preset=smoke"
 
 
 def smoke_describer_args() -> dict[str, Any]:
