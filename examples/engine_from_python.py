@@ -9,10 +9,11 @@ from lmms_genbench.data.photos import PACKAGE_PHOTOS, load_package_photo
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
 from lmms_genbench.generators import build_generator
 from lmms_genbench.metrics.scorers.genception import GENCEPTION
-from lmms_genbench.models.cycle import _smoke_describer_args, build_describer
+from lmms_genbench.models.cycle import build_describer
+from lmms_genbench.models.cycle_args import smoke_describer_args
 from lmms_genbench.tasks.mmeception.utils import P_DESC
 
-describer = build_describer("llava_hf", _smoke_describer_args())
+describer = build_describer("llava_hf", smoke_describer_args())
 generator = build_generator("smoke")
 spec = ChainSpec.from_request(P_DESC, {"iterations": 3, "max_new_tokens": 32})
 store = ArtifactStore("./artifacts")

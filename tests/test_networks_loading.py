@@ -89,3 +89,22 @@ def test_one_cache_loads_once_hands_out_views_and_clears_by_family():
     clear_networks("test-a", "test-b")
     assert cached_network(key_b, object) is not b
     clear_networks("test-a", "test-b")
+
+
+def test_a_cached_load_may_look_up_other_cached_networks():
+    """A colour classifier is built from the cached CLIP encoders inside its own cached load: the
+    one cache's lock must let the loading thread in again (a plain Lock hung MGG scoring)."""
+    import threading
+
+    from lmms_genbench.metrics.networks.detection import clear_geneval_cache, get_color_classifier
+
+    found = []
+    worker = threading.Thread(target=lambda: found.append(get_color_classifier("tiny-clip")), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    try:
+        assert not worker.is_alive(), "get_color_classifier('tiny-clip') did not return: the cache deadlocked"
+        assert hasattr(found[0], "classify")
+        assert get_color_classifier("tiny-clip") is found[0]  # cached
+    finally:
+        clear_geneval_cache()

