@@ -134,3 +134,20 @@ def test_planned_names_are_the_built_names(tmp_path):
     built = build_generator("diffusers", **args)
     assert (plan.name, plan.batch_size) == (built.name, built.batch_size)
     assert plan_generator("openai", {}) is None  # no plan: built at once (its constructor loads nothing)
+
+
+def test_a_lazy_describers_start_is_not_describe_time(tmp_path, counting, offline, monkeypatch):
+    """The describe rate a run reports (runs.jsonl, the results file's throughput) is per
+    description: a describer's start (a vLLM engine, ~40 s) happens outside the timed call."""
+    import time
+
+    slow_init = CountingVlm.__init__
+
+    def slow(self, *args, **kwargs):
+        time.sleep(1.0)
+        slow_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(CountingVlm, "__init__", slow)
+    model, _, _ = _run(tmp_path)
+    assert model.last_stats.describe_items == 5 * 2
+    assert model.last_stats.describe_seconds < 0.5, model.last_stats

@@ -272,6 +272,9 @@ class WaveRunner:
                         described.append(chain)
                 if not described:
                     continue
+                load = getattr(engine.describer, "load", None)
+                if callable(load):  # a lazy describer starts here, outside describe time (a vLLM engine: ~40 s)
+                    load()
                 t0 = time.perf_counter()
                 texts = engine.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
                 self.stats.describe_seconds += time.perf_counter() - t0
