@@ -62,6 +62,17 @@ def test_rates_from_a_runs_record(cost, tmp_path):
     assert (rates["describe"], rates["draw"]) == (0.5, 2.0)
 
 
+def test_rates_from_a_results_files_throughput(cost, tmp_path):
+    path = tmp_path / "x_results.json"
+    path.write_text(json.dumps({"throughput": {"avg_describe_seconds": 6.0, "avg_describe_items": 20.0,
+                                               "avg_generate_seconds": 4.0, "avg_generate_items": 2.0}}))
+    rates = cost.rates_from_results(path)
+    assert (rates["describe"], rates["draw"]) == (0.3, 2.0)
+    path.write_text(json.dumps({"results": {}}))  # not a cycle run: no figures, one line
+    with pytest.raises(SystemExit, match="no describe or draw rate"):
+        cost.rates_from_results(path)
+
+
 def test_bad_rate_names_the_argument(cost, capsys):
     with pytest.raises(SystemExit) as exc:
         cost.main(["--rate", "paint=3"])
