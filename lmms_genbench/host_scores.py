@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import host_failures
 from .core.hooks import wrap_method
 from .metrics.scorers.base import HOST_SCORES, MetricItem, host_key
 
@@ -37,13 +38,16 @@ DEFAULT_SCORE_KEY = "score"  # lmms-eval's default score_key
 
 
 def install() -> bool:
-    """Wrap ``TaskOutput.calculate_aggregate_metric`` so :func:`fill` runs after it.
+    """Wrap ``TaskOutput.calculate_aggregate_metric`` so :func:`fill` runs after it, and
+    failed ``t2i`` docs are set aside before it (:mod:`lmms_genbench.host_failures`).
     Idempotent; False (nothing changed) when the installed lmms-eval lacks the method."""
     from lmms_eval.evaluator_utils import TaskOutput
 
     def hooked(original):
         def calculate_aggregate_metric(self, *args, **kwargs):
+            held = host_failures.set_aside(self)
             out = original(self, *args, **kwargs)
+            host_failures.report(self, held)
             fill(self)
             return out
 

@@ -113,18 +113,22 @@ def _install_quietly() -> None:
 
 
 def _install_host_scores_quietly() -> None:
-    """:func:`lmms_genbench.host_scores.install` (per-doc scores for ``--baseline``), any
-    failure a warning: without it our tasks' samples carry no ``score``, nothing else breaks."""
+    """:func:`lmms_genbench.host_scores.install` (per-doc scores for ``--baseline``) and
+    :func:`lmms_genbench.host_failures.install` (a doc ``t2i`` could not draw is N/A), any
+    failure a warning: without them our tasks' samples carry no ``score`` and a task scores
+    ``t2i``'s failed docs as it scores a missing image; nothing else breaks."""
     try:
-        from .host_scores import install
+        from . import host_failures, host_scores
 
-        done, why = install(), "TaskOutput.calculate_aggregate_metric is missing"
+        done, why = host_scores.install(), "TaskOutput.calculate_aggregate_metric is missing"
+        if done:
+            done, why = host_failures.install(), "ConfigurableTask.process_results is missing"
     except Exception as exc:  # noqa: BLE001 - an unknown lmms-eval version
         done, why = False, f"{type(exc).__name__}: {exc}"
     if not done:
         warnings.warn(
-            f"lmms-genbench could not add per-doc scores to lmms-eval's samples ({why}); "
-            "--baseline skips its cycle tasks",
+            f"lmms-genbench could not hook lmms-eval's scoring ({why}); --baseline skips its "
+            "cycle tasks, and a task scores a doc --model t2i could not draw as a missing image",
             RuntimeWarning,
             stacklevel=2,
         )

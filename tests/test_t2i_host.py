@@ -4,7 +4,8 @@ The task runs unchanged (its YAML is included as is, its utils.py scores) on a l
 schema-true copy of its dataset (``tests/wise_fixture.py``). WISE scores each image
 with an OpenAI-compatible judge; offline, the judge is a local stub server that answers
 fixed scores and records what it was sent. So this proves the path from our answer to
-WISE's ``process_results`` and its judge call, not any score.
+WISE's ``process_results`` and its judge call, not any score; and that a doc ``t2i`` could
+not draw (here an empty prompt) is N/A and counted, not scored 0 (``host_failures``).
 """
 
 import base64
@@ -38,11 +39,13 @@ def judge():
     server.shutdown()
 
 
-def test_wise_scores_the_images_that_t2i_returns(tmp_path, judge):
+def test_wise_scores_the_images_that_t2i_returns_and_a_failed_doc_is_na(tmp_path, judge):
     import lmms_eval.tasks
 
     builtin = Path(lmms_eval.tasks.__file__).parent / "WISE" / "WISE.yaml"
-    hub_copy = write_wise_hub_copy(tmp_path / "Yuwei-Niu_WISE")
+    rows = [*ROWS[:-1], (*ROWS[-1][:3], "   ", ROWS[-1][4])]  # chemistry's prompt is blank: t2i fails it
+    failed_id = len(rows) - 1
+    hub_copy = write_wise_hub_copy(tmp_path / "Yuwei-Niu_WISE", rows)
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     (tasks / "wise_fixture.yaml").write_text(
@@ -56,20 +59,29 @@ def test_wise_scores_the_images_that_t2i_returns(tmp_path, judge):
                WISE_CALL_DELAY="0", NO_PROXY="127.0.0.1,localhost")
     _, results = results_file(out)
     scores = results["results"]["wise_fixture"]
-    for metric in ("culture", "time", "space", "biology", "physics", "chemistry"):
+    for metric in ("culture", "time", "space", "biology", "physics"):
         assert scores[f"WISE_{metric}_score,none"] == pytest.approx(WISCORE), (metric, proc.stderr[-3000:])
+    # the failed doc is left out, not scored 0 (WISE alone: chemistry 0.0, overall lowered)
+    assert scores["WISE_chemistry_score,none"] is None  # lmms-eval's table prints N/A
     assert scores["WISE_overall_wiscore,none"] == pytest.approx(WISCORE)
+    assert scores["n_failed,none"] == 1
 
     logged = samples(out, "wise_fixture")
-    assert len(logged) == len(ROWS)
+    assert len(logged) == len(rows)
     sent = {text: png for text, png in judge.calls}
-    assert len(judge.calls) == len(ROWS)
+    assert len(judge.calls) == len(rows) - 1  # nothing to judge for the failed doc
     for sample in logged:
         answer = json.loads(response(sample))  # what our model returned, as WISE parses it
+        if sample["doc_id"] == failed_id:
+            assert answer == {"text": "", "images": [], "status": "failed", "reason": "empty prompt",
+                              "doc_id": failed_id}
+            failure = {"score": None, "status": "failed", "reason": "empty prompt"}
+            assert sample["WISE_overall_wiscore"] == sample["WISE_chemistry_score"] == failure
+            continue
         assert answer == {"text": "", "images": [str(images / "wise_fixture" / f"{sample['doc_id']:04d}_s0.png")]}
         scored = sample["WISE_overall_wiscore"]  # what WISE's process_results made of it
         assert scored["status"] == "ok" and scored["image_path"] == answer["images"][0]
-        assert scored["prompt_id"] == ROWS[sample["doc_id"]][0] and sample["input"] == ROWS[sample["doc_id"]][3]
+        assert scored["prompt_id"] == rows[sample["doc_id"]][0] and sample["input"] == rows[sample["doc_id"]][3]
         # the judge got that very file, with that doc's prompt
         prompt_text = next(t for t in sent if f'PROMPT: "{sample["input"]}"' in t)
         assert sent[prompt_text] == Path(answer["images"][0]).read_bytes()

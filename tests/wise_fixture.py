@@ -53,9 +53,9 @@ ROWS = [
 ]
 
 
-def write_wise_hub_copy(root: Path) -> Path:
-    """Write the card and one Parquet shard under ``root``; ``datasets.load_dataset(root)``
-    then reads it as it reads the hub repository."""
+def write_wise_hub_copy(root: Path, rows: list[tuple] = ROWS) -> Path:
+    """Write the card and one Parquet shard of ``rows`` under ``root``;
+    ``datasets.load_dataset(root)`` then reads it as it reads the hub repository."""
     import datasets
 
     features = datasets.Features({
@@ -63,9 +63,9 @@ def write_wise_hub_copy(root: Path) -> Path:
         "Category": datasets.Value("string"), "Subcategory": datasets.Value("string"),
         "prompt_id": datasets.Value("int64"), "Hint": datasets.Value("string"),
     })
-    rows = {"Prompt": [r[3] for r in ROWS], "Explanation": [r[4] for r in ROWS], "Category": [r[1] for r in ROWS],
-            "Subcategory": [r[2] for r in ROWS], "prompt_id": [r[0] for r in ROWS], "Hint": [r[4] for r in ROWS]}
+    columns = {"Prompt": [r[3] for r in rows], "Explanation": [r[4] for r in rows], "Category": [r[1] for r in rows],
+               "Subcategory": [r[2] for r in rows], "prompt_id": [r[0] for r in rows], "Hint": [r[4] for r in rows]}
     (root / "data").mkdir(parents=True)
     (root / "README.md").write_text(CARD)
-    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(root / "data" / "test-00000-of-00001.parquet"))
+    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(root / "data" / "test-00000-of-00001.parquet"))
     return root

@@ -6,8 +6,10 @@ tasks parse (WISE, imgedit, gedit_bench, kris_bench, ...; see the README of its
 one path per image of the doc (``num_images_per_prompt``), in seed order. The
 files keep the layout of lmms-eval's own ``wan2_1_t2i``. A doc that could not be
 drawn answers in the same shape with the images that were written (usually none)
-plus ``"status": "failed"``, the ``reason`` and the ``doc_id``: a task finds no
-image to score, and the reason stays in the samples file.
+plus ``"status": "failed"``, the ``reason`` and the ``doc_id``. lmms-eval's tasks would
+score it as a missing image (WISE: 0); :mod:`lmms_genbench.host_failures` makes its values
+N/A instead, leaves it out of the task's numbers and counts it in ``n_failed``; the reason
+stays in the samples file.
 """
 
 from __future__ import annotations
@@ -108,12 +110,10 @@ class TextToImageModel(lmms):
                 else:
                     self._save(path, image)
         if failed:
-            # lmms-eval's text-to-image tasks score a doc without an image, not skip it (WISE: 0,
-            # status "missing_image"), so the task's number includes these as zeros
             first = next(iter(failed.values()))
             eval_logger.warning(
                 f"t2i: {len(failed)} of {len(requests)} prompts have no image (first reason: {first}); the "
-                "task scores each as it scores a missing image (WISE: 0); the samples file holds every reason")
+                "task's numbers leave them out (N/A, counted in n_failed); the samples file holds every reason")
         results = []
         for i, request in enumerate(requests):
             answer: dict[str, Any] = {"text": "", "images": [str(p) for p in paths[i] if p.is_file()]}

@@ -1,0 +1,140 @@
+"""A doc that ``--model t2i`` could not draw is N/A in an lmms-eval task's numbers, never a 0.
+
+lmms-eval 0.7.3's text-to-image tasks score a doc without an image as they score a missing
+image (WISE: 0, status ``missing_image``), so a generator that fails some prompts would lower
+the task's score as if it had drawn them badly. Our ``t2i`` answers such a doc with
+``"status": "failed"`` and its ``reason`` (:mod:`lmms_genbench.models.t2i`). Two hooks keep it
+out of the numbers, whatever the task:
+
+* :func:`install` wraps ``ConfigurableTask.process_results``: the task scores the doc as it
+  would, then each of its per-doc values (``None``, the task's "does not apply", stays) becomes
+  a :class:`FailedDoc`;
+* :func:`set_aside`, run by :mod:`lmms_genbench.host_scores`' aggregation hook before
+  lmms-eval aggregates, takes those out of the metric's items (a metric left with no value
+  but ``None`` is not aggregated) and writes ``{"score": None, "status": "failed",
+  "reason": …}`` in their place in the logged samples; then :func:`report` writes ``None``
+  (lmms-eval prints N/A) for such a metric and adds ``n_failed,<filter>``: the docs left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .core.hooks import wrap_method
+
+__all__ = ["N_FAILED", "FailedDoc", "failed_answer", "install", "mark", "report", "set_aside"]
+
+#: the count of docs left out, the name our own tasks give it
+N_FAILED = "n_failed"
+_MARK = '"status": "failed"'  # as json.dumps writes it in t2i's answer: a cheap first test
+
+
+@dataclass(frozen=True)
+class FailedDoc:
+    """A per-doc value of a doc the model could not answer (picklable: ranks gather it)."""
+
+    reason: str
+    doc_id: int | None = None
+
+    def logged(self) -> dict[str, Any]:
+        return {"score": None, "status": "failed", "reason": self.reason}
+
+
+def failed_answer(results: Any) -> FailedDoc | None:
+    """The failure of the first answer in ``results`` (the task's responses for one doc) that
+    is a failed ``t2i`` answer, else None."""
+    answers = results if isinstance(results, (list, tuple)) else [results]
+    for answer in answers:
+        if isinstance(answer, (list, tuple)):  # one list per request when a doc asks for several
+            found = failed_answer(answer)
+            if found is not None:
+                return found
+        elif isinstance(answer, str) and answer.startswith("{") and _MARK in answer:
+            try:
+                parsed = json.loads(answer)
+            except ValueError:
+                continue
+            if isinstance(parsed, Mapping) and parsed.get("status") == "failed":
+                doc_id = parsed.get("doc_id")
+                return FailedDoc(str(parsed.get("reason") or "unknown"),
+                                 doc_id if isinstance(doc_id, int) else None)
+    return None
+
+
+def mark(metrics: Any, failed: FailedDoc) -> Any:
+    """``metrics`` (one doc's ``{metric: value}``) with every value but ``None`` replaced by
+    ``failed``."""
+    if not isinstance(metrics, Mapping):
+        return metrics
+    return {metric: value if value is None else failed for metric, value in metrics.items()}
+
+
+def install() -> bool:
+    """Wrap ``ConfigurableTask.process_results`` so a failed answer's values are marked.
+    Idempotent; False (nothing changed) when the installed lmms-eval lacks the method."""
+    from lmms_eval.api.task import ConfigurableTask
+
+    def hooked(original):
+        def process_results(self, doc, results, *args, **kwargs):
+            metrics = original(self, doc, results, *args, **kwargs)
+            failed = failed_answer(results)
+            return metrics if failed is None else mark(metrics, failed)
+
+        return process_results
+
+    return wrap_method(ConfigurableTask, "process_results", hooked)
+
+
+@dataclass
+class SetAside:
+    """What :func:`set_aside` took out of one task's items."""
+
+    left_out: dict[str, int]  # filter -> docs left out (the most of any one metric)
+    emptied: list[tuple[str, str]]  # (metric, filter) with no item left
+
+
+def set_aside(task_output: Any) -> SetAside:
+    """Take the :class:`FailedDoc` values out of ``task_output``'s items and logged samples."""
+    left_out: dict[str, int] = defaultdict(int)
+    emptied = []
+    sample_metrics = getattr(task_output, "sample_metrics", None) or {}
+    for key, items in list(sample_metrics.items()):
+        kept = [item for item in items if not isinstance(item, FailedDoc)]
+        if len(kept) == len(items):
+            continue
+        filter_key = key[1]
+        left_out[filter_key] = max(left_out[filter_key], len(items) - len(kept))
+        if any(item is not None for item in kept):
+            sample_metrics[key] = kept
+        else:  # nothing left to aggregate (WISE would call a category with no doc 0.0)
+            del sample_metrics[key]
+            emptied.append(key)
+    per_sample = getattr(task_output, "per_sample_metrics", None) or {}  # repeats > 1: one list per doc
+    for key, groups in list(per_sample.items()):
+        per_sample[key] = [kept for group in groups
+                           if (kept := [x for x in group if not isinstance(x, FailedDoc)])]
+    for sample in getattr(task_output, "logged_samples", None) or ():
+        for name, value in list(sample.items()):
+            if isinstance(value, FailedDoc):
+                sample[name] = value.logged()
+    return SetAside(dict(left_out), emptied)
+
+
+def report(task_output: Any, held: SetAside) -> None:
+    """After aggregation: each emptied metric reads ``None`` (lmms-eval prints N/A), each filter
+    with failures gets ``n_failed``. lmms-eval writes the metrics its ``sample_metrics`` names,
+    so both go back there, with no items."""
+    agg = getattr(task_output, "agg_metrics", None)
+    sample_metrics = getattr(task_output, "sample_metrics", None)
+    if agg is None or sample_metrics is None:
+        return
+    named = [(key, None) for key in held.emptied]
+    named += [((N_FAILED, filter_key), count) for filter_key, count in held.left_out.items()]
+    for (metric, filter_key), value in named:
+        sample_metrics[(metric, filter_key)] = []
+        agg[f"{metric},{filter_key}"] = value
+        agg[f"{metric}_stderr,{filter_key}"] = "N/A"
