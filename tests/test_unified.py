@@ -246,9 +246,37 @@ def test_smoke_unified_preset_builds_a_tiny_janus(tmp_path, monkeypatch):
 
     monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "cache"))
     model = CycleModel(preset="smoke_unified", **{"unified.guidance_scale": 2}, artifacts=str(tmp_path / "art"))
-    assert model.describer is model.generator
-    assert model.generator.name.startswith("janus-tiny-janus-s0-") and model.generator.guidance_scale == 2.0
-    assert str(model.generator.device) == "cpu" and model.engine.overlap is False
+    assert model.describer is model.generator and model.engine.overlap is False
+    assert model.generator.name.startswith("janus-tiny-janus-s0-") and model.generator.loaded is None
+    janus = model.generator.load()  # what the first describe or draw does
+    assert janus.name == model.generator.name and janus.guidance_scale == 2.0 and str(janus.device) == "cpu"
+
+
+def test_a_janus_run_loads_its_weights_at_first_use_and_names_them_before(tiny_janus, monkeypatch):
+    """Issue 24: a rerun served from the store loads nothing, so the unified model is planned
+    (named, every argument and the device checked) and loaded only when a role has work."""
+    from lmms_genbench.core.errors import ActionableError
+    from lmms_genbench.models.cycle import CycleModel
+
+    loads = []
+    real = UNIFIED_MODELS.build
+    monkeypatch.setattr(UNIFIED_MODELS, "build", lambda name, **kw: loads.append(name) or real(name, **kw))
+    args = {"unified": "janus", "unified.pretrained": tiny_janus, "unified.device": "cpu", "unified.dtype": "float32"}
+    model = CycleModel(**args)
+    assert loads == [] and model.generator.name == real("janus", **{k[8:]: v for k, v in args.items() if "." in k}).name
+    loads.clear()
+    model.describer.describe([Image.new("RGB", (8, 8))], "Describe.", {"max_new_tokens": 2})
+    model.generator.generate(["a red cube"], [0])
+    assert loads == ["janus"]  # once, for both roles
+    # an argument or a device still stops the run at start, in one line
+    for bad in ({"unified.guidance_scale": "0.5"}, {"unified.device": "cuda:7"}):
+        with pytest.raises(ActionableError) as err:
+            CycleModel(**{**args, **bad})
+        assert "\n" not in str(err.value)
+    # weights that do not load stop the run at first use, in the same one line
+    lazy = CycleModel(**{**args, "unified.pretrained": str(Path(tiny_janus).parent / "missing")})
+    with pytest.raises(ActionableError, match="unified model janus did not load|missing"):
+        lazy.generator.generate(["a red cube"], [0])
 
 
 # -- end to end ------------------------------------------------------------------------

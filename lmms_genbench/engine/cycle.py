@@ -33,7 +33,7 @@ from .describer import Describer
 from .protocol import ChainSpec
 from .locks import ChainLocks
 from .store import ChainLocation
-from .planning import ChainState, chunked, plan
+from .planning import ChainState, chunked, load_lazy, plan
 from .waves import WaveRunner, generation_seed
 from .writer import StoreWriter
 
@@ -201,8 +201,11 @@ class CycleEngine:
                 while todo:
                     waves, idle = plan(self, todo, size, stats)
                     bar.update(idle)
+                    # a lazy generator loads before the first describe when there is something
+                    # to draw: its load errors and size rules stop the run before any describing,
+                    # as when it was built at start; a run with nothing to draw never loads it
                     if any(_draws_ahead(chain) for wave in waves for chain in wave.chains):
-                        _load(self.generator)
+                        load_lazy(self.generator)
                     runner.all(waves)
                     todo = [c for c in todo if c.deferred]
                     if todo:  # held by another run: wait until it is done, then read what it stored
@@ -238,16 +241,6 @@ def _draws_ahead(chain) -> bool:
     """Whether a chain with work has an image hop left to draw."""
     spec = chain.outcome.spec
     return any(spec.kind(h) == "image" for h in range(max(chain.hop or 1, 1), spec.hops + 1))
-
-
-def _load(generator) -> None:
-    """A generator that loads at first use (``generators.lazy``) loads before the first
-    describe when there is something to draw: its load errors and size rules stop the run
-    before any describing, as when it was built at start; a run with nothing to draw never
-    loads it."""
-    load = getattr(generator, "load", None)
-    if callable(load):
-        load()
 
 
 @contextmanager

@@ -15,12 +15,21 @@ from ..core.secrets import scrub
 from .chain import ChainFailure
 from .verify import check_chain
 
-__all__ = ["ChainState", "Wave", "chunked", "plan", "resume"]
+__all__ = ["ChainState", "Wave", "chunked", "load_lazy", "plan", "resume"]
 
 
 def chunked(items: Sequence, size: int) -> Iterable[Sequence]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def load_lazy(role) -> None:
+    """Load a describer or generator that loads at first use (``engine.describer``'s and
+    ``generators.lazy``'s ``load``); anything else is ready already. Called only where the
+    run has work for the role, so a run served from the store loads neither."""
+    load = getattr(role, "load", None)
+    if callable(load):
+        load()
 
 
 class ChainState:

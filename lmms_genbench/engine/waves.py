@@ -23,7 +23,7 @@ from ..generators.base import GenerationFailure, GeneratorConfigError
 from .chain import ChainFailure
 from .failures import failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
-from .planning import ChainState, Wave, chunked, resume
+from .planning import ChainState, Wave, chunked, load_lazy, resume
 from .protocol import ChainSpec
 from .writer import StoreWriter
 
@@ -272,9 +272,7 @@ class WaveRunner:
                         described.append(chain)
                 if not described:
                     continue
-                load = getattr(engine.describer, "load", None)
-                if callable(load):  # a lazy describer starts here, outside describe time (a vLLM engine: ~40 s)
-                    load()
+                load_lazy(engine.describer)  # outside describe time (a vLLM engine starts in ~40 s)
                 t0 = time.perf_counter()
                 texts = engine.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
                 self.stats.describe_seconds += time.perf_counter() - t0

@@ -1,7 +1,7 @@
 """Text-to-image backends behind one interface (see :mod:`.base`)."""
 
 from .base import GenerationFailure, GenerationResult, Generator, GeneratorConfigError, config_failure
-from .lazy import GeneratorPlan, LazyGenerator, plan_generator
+from .lazy import GeneratorPlan, LazyGenerator, LazyUnified, plan_generator
 from .registry import build_generator, build_generator_or_explain, explain_generator_failure, generator_names
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "GeneratorConfigError",
     "GeneratorPlan",
     "LazyGenerator",
+    "LazyUnified",
     "build_generator",
     "build_generator_or_explain",
     "config_failure",

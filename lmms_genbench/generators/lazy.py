@@ -18,7 +18,7 @@ from typing import Any
 
 from .base import GenerationResult, Generator
 
-__all__ = ["GeneratorPlan", "LazyGenerator", "plan_generator"]
+__all__ = ["GeneratorPlan", "LazyGenerator", "LazyUnified", "plan_generator"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,21 @@ class LazyGenerator:
 
     def __repr__(self) -> str:
         return f"LazyGenerator(name={self.name!r}, loaded={self.loaded is not None})"
+
+
+class LazyUnified(LazyGenerator):
+    """A unified model (it describes and draws: :mod:`.unified`) built on its first use by
+    either role. ``concurrent``: whether both roles may run at once, as the class states."""
+
+    def __init__(self, plan: GeneratorPlan, build: Callable[[], Any], concurrent: bool) -> None:
+        super().__init__(plan, build)
+        self.concurrent = concurrent
+
+    def describe(self, images: Sequence[Any], prompt: str, gen_kwargs: dict[str, Any]) -> list[Any]:
+        return self.load().describe(images, prompt, gen_kwargs)
+
+    def __repr__(self) -> str:
+        return f"LazyUnified(name={self.name!r}, loaded={self.loaded is not None})"
 
 
 def plan_generator(name: str, kwargs: dict[str, Any]) -> GeneratorPlan | None:

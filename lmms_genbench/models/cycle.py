@@ -31,7 +31,7 @@ from lmms_eval.utils import eval_logger  # the host's logger: what it shows at -
 from .. import host
 from ..engine import (ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine, LazyDescriber,
                       LmmsDescriber)
-from ..generators import (GeneratorConfigError, LazyGenerator, build_generator_or_explain, config_failure,
+from ..generators import (GeneratorConfigError, LazyGenerator, LazyUnified, build_generator_or_explain, config_failure,
                           explain_generator_failure, plan_generator)
 from .throughput import log_engine_run
 from ..core.errors import from_exception, load_failure
@@ -53,13 +53,24 @@ def _build_roles(args: CycleArgs):
     generator, generator_args = args.generator, args.generator_args
     unified, unified_args = args.unified, args.unified_args
     if unified:
-        from ..generators.unified import build_unified
+        from ..generators.unified import build_unified, plan_unified, unified_concurrency
+
+        def build():
+            try:
+                return build_unified(unified, **unified_args)
+            except Exception as exc:
+                raise load_failure(exc, "unified model", unified, unified_args, "unified.", OFFLINE_HINT)
 
         try:
-            model = build_unified(unified, **unified_args)
+            plan = plan_unified(unified, unified_args)
         except Exception as exc:
             raise load_failure(exc, "unified model", unified, unified_args, "unified.", OFFLINE_HINT)
-        return model, model, bool(getattr(model, "concurrent", False))
+        if plan is None:  # a class without a plan loads now, as before
+            model = build()
+            return model, model, bool(getattr(model, "concurrent", False))
+        concurrent = unified_concurrency(unified)
+        model = LazyUnified(plan, build, concurrent)  # its weights load at first use, as below
+        return model, model, concurrent
     # the weights load on first use, so a run whose hops are all stored loads neither (issue 24);
     # what can be checked without them (names, arguments, devices) is checked now, before any doc
     host.model_class(describer, role="describer")

@@ -5,6 +5,7 @@ through transformers) is the one shipped.
 """
 
 from .base import UnifiedModel, run_isolated
-from .registry import UNIFIED_MODELS, build_unified, unified_names
+from .registry import UNIFIED_MODELS, build_unified, plan_unified, unified_concurrency, unified_names
 
-__all__ = ["UNIFIED_MODELS", "UnifiedModel", "build_unified", "run_isolated", "unified_names"]
+__all__ = ["UNIFIED_MODELS", "UnifiedModel", "build_unified", "plan_unified", "run_isolated", "unified_concurrency",
+           "unified_names"]

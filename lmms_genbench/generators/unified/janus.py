@@ -7,7 +7,9 @@
 Describing is Janus' understanding mode (chat template with the image, text
 generation); drawing is its image mode: the language model predicts the VQ
 codes of one image under classifier-free guidance, and the VQ decoder turns them
-into pixels. ``torch`` and ``transformers`` are imported when the model is built.
+into pixels. ``torch`` and ``transformers`` are imported when the model is built; its
+:meth:`JanusUnified.plan` names it without loading the weights, so the cycle model loads
+them at first use (a run served from the store never does).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ...core.args import as_choice, as_float, as_int, as_str
 from ...core.keys import generator_name
 from ..base import GenerationResult, GeneratorConfigError
 from ..common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ..lazy import GeneratorPlan
 from .base import DescribeResult, run_isolated
 
 
@@ -67,19 +70,10 @@ class JanusUnified:
         temperature: float = 0.0,
         max_new_tokens: int = 512,
     ) -> None:
-        self.pretrained = as_str("pretrained", pretrained)
-        self.device = str(as_str("device", device))
-        dtype_choice = as_choice("dtype", dtype, DTYPES)
-        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
-        self.guidance_scale = float(as_float("guidance_scale", guidance_scale, minimum=1.0))  # type: ignore[arg-type]
-        self.image_temperature = float(as_float("image_temperature", image_temperature, minimum=0.0))  # type: ignore[arg-type]
-        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
-        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
-
-        torch = self._torch = require("torch", "the janus unified model")
+        self._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
+                    max_new_tokens)
+        torch = self._torch
         transformers = require("transformers", "the janus unified model")
-        self._device = check_device(torch, self.device)
-        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
         try:
             self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
             model = transformers.JanusForConditionalGeneration.from_pretrained(
@@ -94,6 +88,32 @@ class JanusUnified:
         config = self.model.config
         self.image_tokens = int(config.vision_config.num_image_tokens)
         self.image_size = int(config.vq_config.num_patches) * 2 ** (len(config.vq_config.channel_multiplier) - 1)
+
+    @classmethod
+    def plan(cls, pretrained: str | None = None, device: str = "cuda", dtype: str = "auto", batch_size: int = 4,
+             guidance_scale: float = 5.0, image_temperature: float = 1.0, temperature: float = 0.0,
+             max_new_tokens: int = 512) -> GeneratorPlan:
+        """Name and batch size, every argument and the device checked, no weights loaded
+        (:mod:`lmms_genbench.generators.lazy`)."""
+        probe = cls.__new__(cls)
+        probe._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
+                     max_new_tokens)
+        return GeneratorPlan(probe.name, probe.batch_size)
+
+    def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
+               max_new_tokens) -> None:
+        self.pretrained = as_str("pretrained", pretrained)
+        self.device = str(as_str("device", device))
+        dtype_choice = as_choice("dtype", dtype, DTYPES)
+        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
+        self.guidance_scale = float(as_float("guidance_scale", guidance_scale, minimum=1.0))  # type: ignore[arg-type]
+        self.image_temperature = float(as_float("image_temperature", image_temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
+
+        torch = self._torch = require("torch", "the janus unified model")
+        self._device = check_device(torch, self.device)
+        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
         # a local folder reads best by its own name; the hash still holds the full path
         label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
         self.name = generator_name(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.registry import Registry
+from ..lazy import GeneratorPlan
 from .base import UnifiedModel
 
 # imported on first use, so listing names costs nothing; arguments are spelled unified.<arg>
@@ -31,3 +32,26 @@ def build_unified(name: str, **kwargs: Any) -> UnifiedModel:
         GeneratorConfigError: the model cannot be loaded at all.
     """
     return UNIFIED_MODELS.build(name, **kwargs)
+
+
+def plan_unified(name: str, kwargs: dict[str, Any]) -> GeneratorPlan | None:
+    """The plan of unified model ``name`` with ``kwargs`` (every argument checked, no weights
+    loaded), or None where it must be built to be known (an unknown name, a class without
+    ``plan``: building says why or builds it).
+
+    Raises:
+        ArgumentError: an argument is unknown or unusable, as building would say.
+    """
+    if not isinstance(name, str) or name.strip().lower() not in UNIFIED_MODELS:
+        return None
+    key = UNIFIED_MODELS.canonical(name)
+    planner = getattr(UNIFIED_MODELS.load(key), "plan", None)
+    if planner is None:
+        return None
+    return UNIFIED_MODELS.call(key, lambda cls, **checked: planner(**checked), **kwargs)
+
+
+def unified_concurrency(name: str) -> bool:
+    """Whether unified model ``name`` may describe and draw on two threads at once (its
+    class's ``concurrent``), read without building it."""
+    return bool(getattr(UNIFIED_MODELS.load(UNIFIED_MODELS.canonical(name)), "concurrent", False))
