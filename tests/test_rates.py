@@ -44,6 +44,16 @@ def test_a_run_served_from_the_store_logs_nothing(host_log):
     assert rates_from_throughput({}) == {} and rates_from_throughput(None) == {}
 
 
+def test_a_host_log_that_refuses_the_figures_costs_a_warning_not_the_run(host_log, monkeypatch, caplog):
+    def refuse(**_kwargs):
+        raise TypeError("log_metrics() got an unexpected keyword argument 'additional_metrics'")
+
+    monkeypatch.setattr(gen_metrics, "log_metrics", refuse)
+    with caplog.at_level("WARNING", logger="lmms_genbench.models.throughput"):
+        assert log_engine_run(RunStats(describe_items=3, describe_seconds=1.0)) is None
+    assert "refused this run's figures (TypeError" in caplog.text and "runs.jsonl keeps them" in caplog.text
+
+
 def test_the_runs_record_gives_the_last_computing_run(tmp_path):
     runs = [{"run": {"describe_items": 10, "describe_seconds": 5.0}},
             {"run": {"describe_items": 2, "describe_seconds": 3.0, "generate_items": 4, "generate_seconds": 8.0}},
