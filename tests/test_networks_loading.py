@@ -93,7 +93,7 @@ def test_one_cache_loads_once_hands_out_views_and_clears_by_family():
 
 def test_a_cached_load_may_look_up_other_cached_networks():
     """A colour classifier is built from the cached CLIP encoders inside its own cached load: the
-    one cache's lock must let the loading thread in again (a plain Lock hung MGG scoring)."""
+    cache must let the loading thread look up other keys (one plain Lock hung MGG scoring)."""
     import threading
 
     from lmms_genbench.metrics.networks.detection import clear_geneval_cache, get_color_classifier
@@ -108,3 +108,34 @@ def test_a_cached_load_may_look_up_other_cached_networks():
         assert get_color_classifier("tiny-clip") is found[0]  # cached
     finally:
         clear_geneval_cache()
+
+
+def test_a_slow_load_holds_up_its_own_key_only_and_loads_once():
+    """Loading OWLv2-large takes minutes: other keys are looked up and loaded meanwhile, and a
+    second caller of the loading key waits for that load instead of loading again."""
+    import threading
+
+    from lmms_genbench.metrics.networks.common import ModelCache
+
+    cache, started, release, loads = ModelCache(), threading.Event(), threading.Event(), []
+
+    def slow():
+        loads.append("slow")
+        started.set()
+        assert release.wait(timeout=60)
+        return "big"
+
+    got = []
+    first = threading.Thread(target=lambda: got.append(cache.get(("slow",), slow)), daemon=True)
+    second = threading.Thread(target=lambda: got.append(cache.get(("slow",), slow)), daemon=True)
+    first.start()
+    assert started.wait(timeout=60)
+    second.start()
+    other = threading.Thread(target=lambda: got.append(cache.get(("fast",), lambda: "small")), daemon=True)
+    other.start()
+    other.join(timeout=10)
+    assert not other.is_alive() and got == ["small"]  # not held up by the slow load
+    release.set()
+    first.join(timeout=60)
+    second.join(timeout=60)
+    assert got[1:] == ["big", "big"] and loads == ["slow"]

@@ -85,21 +85,32 @@ def cast_modules(modules: Sequence[Any], dtype: str) -> None:
 class ModelCache:
     """Process-wide cache of loaded models, keyed by hashable specs.
 
-    lmms-eval calls task functions from a thread pool, so lookups and loads are
-    serialised by one lock: a model is loaded at most once per key. The lock is re-entrant
-    because a load may look up other networks of the same cache (a colour classifier is
-    built from the cached CLIP encoders).
+    lmms-eval calls task functions from a thread pool, so a model is loaded at most once
+    per key: a key being loaded has its own lock, which a second caller of that key waits
+    on, while lookups and loads of other keys go on (loading OWLv2-large does not hold up a
+    CLIP lookup). A load may look up other keys of the same cache (a colour classifier is
+    built from the cached CLIP encoders); no load needs a key that needs it back.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # guards the two dicts only, never held during a load
         self._items: dict[tuple[Hashable, ...], Any] = {}
+        self._loading: dict[tuple[Hashable, ...], threading.Lock] = {}
 
     def get(self, key: tuple[Hashable, ...], load: Callable[[], Any]) -> Any:
         with self._lock:
-            if key not in self._items:
-                self._items[key] = load()
-            return self._items[key]
+            if key in self._items:
+                return self._items[key]
+            key_lock = self._loading.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._items:  # loaded by the caller this one waited for
+                    return self._items[key]
+            value = load()
+            with self._lock:
+                self._items[key] = value
+                self._loading.pop(key, None)
+            return value
 
     def clear(self, families: Sequence[str] = ()) -> None:
         """Forget every item, or only those whose key starts with one of ``families``."""
