@@ -18,7 +18,7 @@ from typing import Any
 
 from .base import GenerationResult, Generator
 
-__all__ = ["GeneratorPlan", "LazyGenerator", "LazyUnified", "plan_generator"]
+__all__ = ["GeneratorPlan", "LazyGenerator", "LazyUnified", "plan_generator", "plan_registered"]
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,17 @@ def plan_generator(name: str, kwargs: dict[str, Any]) -> GeneratorPlan | None:
     """
     from .registry import GENERATORS
 
-    if not isinstance(name, str) or name.strip().lower() not in GENERATORS:
+    return plan_registered(GENERATORS, name, kwargs)
+
+
+def plan_registered(registry: Any, name: str, kwargs: dict[str, Any]) -> GeneratorPlan | None:
+    """The plan of ``name`` in ``registry`` (a :class:`~lmms_genbench.core.registry.Registry` of
+    classes): its class's ``plan(**kwargs)``, the arguments checked against its constructor
+    first; None for an unknown name or a class without ``plan``."""
+    if not isinstance(name, str) or name.strip().lower() not in registry:
         return None
-    key = GENERATORS.canonical(name)
-    planner = getattr(GENERATORS.load(key), "plan", None)
+    key = registry.canonical(name)
+    planner = getattr(registry.load(key), "plan", None)
     if planner is None:
         return None
-    return GENERATORS.call(key, lambda cls, **checked: planner(**checked), **kwargs)
+    return registry.call(key, lambda cls, **checked: planner(**checked), **kwargs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.registry import Registry
-from ..lazy import GeneratorPlan
+from ..lazy import GeneratorPlan, plan_registered
 from .base import UnifiedModel
 
 # imported on first use, so listing names costs nothing; arguments are spelled unified.<arg>
@@ -42,13 +42,7 @@ def plan_unified(name: str, kwargs: dict[str, Any]) -> GeneratorPlan | None:
     Raises:
         ArgumentError: an argument is unknown or unusable, as building would say.
     """
-    if not isinstance(name, str) or name.strip().lower() not in UNIFIED_MODELS:
-        return None
-    key = UNIFIED_MODELS.canonical(name)
-    planner = getattr(UNIFIED_MODELS.load(key), "plan", None)
-    if planner is None:
-        return None
-    return UNIFIED_MODELS.call(key, lambda cls, **checked: planner(**checked), **kwargs)
+    return plan_registered(UNIFIED_MODELS, name, kwargs)
 
 
 def unified_concurrency(name: str) -> bool:
