@@ -31,6 +31,8 @@ __all__ = ["N_FAILED", "FailedDoc", "failed_answer", "install", "mark", "report"
 #: the count of docs left out, the name our own tasks give it
 N_FAILED = "n_failed"
 _MARK = '"status": "failed"'  # as json.dumps writes it in t2i's answer: a cheap first test
+#: the keys every t2i answer has (lmms-eval's text-to-image format)
+T2I_KEYS = frozenset({"text", "images"})
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ def failed_answer(results: Any) -> FailedDoc | None:
                 parsed = json.loads(answer)
             except ValueError:
                 continue
-            if isinstance(parsed, Mapping) and parsed.get("status") == "failed":
+            # t2i's answer shape: a cycle chain's record also says "status": "failed", and our
+            # own scorers count those
+            if isinstance(parsed, Mapping) and parsed.get("status") == "failed" and T2I_KEYS <= parsed.keys():
                 doc_id = parsed.get("doc_id")
                 return FailedDoc(str(parsed.get("reason") or "unknown"),
                                  doc_id if isinstance(doc_id, int) else None)

@@ -16,7 +16,12 @@ DRAWN = json.dumps({"text": "", "images": ["/x/0000_s0.png"]})
 def test_a_failed_answer_is_recognised_and_anything_else_is_not():
     assert failed_answer([FAILED]) == FailedDoc("refused", 2)
     assert failed_answer([[DRAWN, FAILED]]) == FailedDoc("refused", 2)  # one list per request
-    for other in ([DRAWN], ["an answer that mentions \"status\": \"failed\""], ['{"status": "failed" broken'],
+    from lmms_genbench.engine.chain import Chain, ChainFailure
+
+    chain = Chain(chain_id="c", direction="image_first", length=2, hops=1, namespace="ns", folder="f",
+                  failure=ChainFailure(1, "describe", "refused"))  # a failed cycle doc's answer
+    assert '"status": "failed"' in chain.to_json()
+    for other in ([chain.to_json()], [DRAWN], ["an answer that mentions \"status\": \"failed\""], ['{"status": "failed" broken'],
                   [json.dumps({"status": "ok"})], [], [None], [3]):
         assert failed_answer(other) is None, other
 
