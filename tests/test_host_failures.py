@@ -21,8 +21,8 @@ def test_a_failed_answer_is_recognised_and_anything_else_is_not():
     chain = Chain(chain_id="c", direction="image_first", length=2, hops=1, namespace="ns", folder="f",
                   failure=ChainFailure(1, "describe", "refused"))  # a failed cycle doc's answer
     assert '"status": "failed"' in chain.to_json()
-    for other in ([chain.to_json()], [DRAWN], ["an answer that mentions \"status\": \"failed\""], ['{"status": "failed" broken'],
-                  [json.dumps({"status": "ok"})], [], [None], [3]):
+    for other in ([chain.to_json()], [DRAWN], ["an answer that mentions \"status\": \"failed\""],
+                  ['{"status": "failed" broken'], [json.dumps({"status": "ok"})], [], [None], [3]):
         assert failed_answer(other) is None, other
 
 

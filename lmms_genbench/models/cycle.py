@@ -31,8 +31,8 @@ from lmms_eval.utils import eval_logger  # the host's logger: what it shows at -
 from .. import host
 from ..engine import (ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine, LazyDescriber,
                       LmmsDescriber)
-from ..generators import (GeneratorConfigError, LazyGenerator, LazyUnified, build_generator_or_explain, config_failure,
-                          explain_generator_failure, plan_generator)
+from ..generators import (GeneratorConfigError, LazyGenerator, LazyUnified, build_generator_or_explain,
+                          config_failure, explain_generator_failure, plan_generator)
 from .throughput import log_engine_run
 from ..core.errors import from_exception, load_failure
 from .cycle_args import (OFFLINE_HINT, PRESETS, SCORER_PRESETS, TOP_LEVEL_ARGS, VLLM_CPU_MEMORY_FRACTION, CycleArgs, in_shard,
