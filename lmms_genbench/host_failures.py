@@ -40,7 +40,6 @@ class FailedDoc:
     """A per-doc value of a doc the model could not answer (picklable: ranks gather it)."""
 
     reason: str
-    doc_id: int | None = None
 
     def logged(self) -> dict[str, Any]:
         return {"score": None, "status": "failed", "reason": self.reason}
@@ -63,9 +62,7 @@ def failed_answer(results: Any) -> FailedDoc | None:
             # t2i's answer shape: a cycle chain's record also says "status": "failed", and our
             # own scorers count those
             if isinstance(parsed, Mapping) and parsed.get("status") == "failed" and T2I_KEYS <= parsed.keys():
-                doc_id = parsed.get("doc_id")
-                return FailedDoc(str(parsed.get("reason") or "unknown"),
-                                 doc_id if isinstance(doc_id, int) else None)
+                return FailedDoc(str(parsed.get("reason") or "unknown"))
     return None
 
 

@@ -14,8 +14,8 @@ DRAWN = json.dumps({"text": "", "images": ["/x/0000_s0.png"]})
 
 
 def test_a_failed_answer_is_recognised_and_anything_else_is_not():
-    assert failed_answer([FAILED]) == FailedDoc("refused", 2)
-    assert failed_answer([[DRAWN, FAILED]]) == FailedDoc("refused", 2)  # one list per request
+    assert failed_answer([FAILED]) == FailedDoc("refused")
+    assert failed_answer([[DRAWN, FAILED]]) == FailedDoc("refused")  # one list per request
     from lmms_genbench.engine.chain import Chain, ChainFailure
 
     chain = Chain(chain_id="c", direction="image_first", length=2, hops=1, namespace="ns", folder="f",
@@ -27,7 +27,7 @@ def test_a_failed_answer_is_recognised_and_anything_else_is_not():
 
 
 def test_mark_keeps_the_tasks_none_and_replaces_every_value():
-    failed = FailedDoc("refused", 2)
+    failed = FailedDoc("refused")
     assert mark({"score": 0.0, "other": None, "entry": {"score": 0.0}}, failed) == {
         "score": failed, "other": None, "entry": failed}
     assert mark("not a dict", failed) == "not a dict"
@@ -59,7 +59,7 @@ def _aggregate(task_output):
 
 
 def test_failed_docs_are_left_out_not_zero_and_counted():
-    failed = FailedDoc("refused", 1)
+    failed = FailedDoc("refused")
     out = _output(score=[0.5, failed, 1.0, failed], only_failed=[None, failed, None, None])
     agg = _aggregate(out)
     assert agg["score,none"] == 0.75  # (0.5 + 1.0) / 2; scored as 0 it would be 0.375
@@ -85,5 +85,5 @@ def test_process_results_marks_a_failed_answer_through_the_installed_hook():
     assert host_failures.install()
     task = SimpleNamespace(OUTPUT_TYPE="generate_until", config=SimpleNamespace(
         process_results=lambda doc, results: {"score": 0.0, "other": None}))
-    assert ConfigurableTask.process_results(task, {}, [FAILED]) == {"score": FailedDoc("refused", 2), "other": None}
+    assert ConfigurableTask.process_results(task, {}, [FAILED]) == {"score": FailedDoc("refused"), "other": None}
     assert ConfigurableTask.process_results(task, {}, [DRAWN]) == {"score": 0.0, "other": None}
