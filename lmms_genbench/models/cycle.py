@@ -55,16 +55,19 @@ def _build_roles(args: CycleArgs):
     if unified:
         from ..generators.unified import build_unified, plan_unified, unified_concurrency
 
+        def explain(exc: Exception):  # the one line, at start (plan) or at first use (build)
+            return load_failure(exc, "unified model", unified, unified_args, "unified.", OFFLINE_HINT)
+
         def build():
             try:
                 return build_unified(unified, **unified_args)
             except Exception as exc:
-                raise load_failure(exc, "unified model", unified, unified_args, "unified.", OFFLINE_HINT)
+                raise explain(exc) from exc
 
         try:
             plan = plan_unified(unified, unified_args)
         except Exception as exc:
-            raise load_failure(exc, "unified model", unified, unified_args, "unified.", OFFLINE_HINT)
+            raise explain(exc) from exc
         if plan is None:  # a class without a plan loads now, as before
             model = build()
             return model, model, bool(getattr(model, "concurrent", False))
