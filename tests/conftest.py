@@ -50,3 +50,19 @@ def offline(monkeypatch):
 
     monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
     monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
+
+
+@pytest.fixture(scope="session")
+def local_hub(tmp_path_factory):
+    """TEST SCAFFOLDING: a Hub-compatible server on 127.0.0.1 (tests/localhub) serving tiny
+    random-weight models and synthetic datasets under the real ids the docs and task YAMLs name.
+    Start clients in a subprocess with ``env={**os.environ, **local_hub.env(hf_home=...)}``
+    (huggingface_hub reads HF_ENDPOINT at import); use a fresh ``hf_home`` per test."""
+    from .localhub.repos import add_all
+    from .localhub.server import LocalHubServer
+
+    root = tmp_path_factory.mktemp("localhub")
+    hub = LocalHubServer(log=root / "requests.log")
+    add_all(hub, root)
+    with hub:
+        yield hub
