@@ -2,7 +2,7 @@
 
 The wheel ships ``lmms_genbench.pth`` at the top of site-packages so that
 ``lmms-eval tasks list`` shows our tasks (it never loads lmms-eval's plugin entry
-point); why and how: ``lmms_genbench/plugin.py``.
+point); why and how: ``lmms_genbench/hooks/startup.py``.
 """
 
 from pathlib import Path
@@ -12,7 +12,7 @@ from setuptools.command.build_py import build_py
 
 PTH_NAME = "lmms_genbench.pth"
 # A .pth line starting with "import" is executed at interpreter start-up.
-PTH_LINE = "import lmms_genbench.plugin; lmms_genbench.plugin.watch_task_imports()\n"
+PTH_LINE = "import lmms_genbench.hooks.startup; lmms_genbench.hooks.startup.watch()\n"
 
 
 class BuildPyWithStartupFile(build_py):

@@ -3,14 +3,15 @@
 lmms-eval 0.7.3's text-to-image tasks score a doc without an image as they score a missing
 image (WISE: 0, status ``missing_image``), so a generator that fails some prompts would lower
 the task's score as if it had drawn them badly. Our ``t2i`` answers such a doc with
-``"status": "failed"`` and its ``reason`` (:mod:`lmms_genbench.models.t2i`). Two hooks keep it
-out of the numbers, whatever the task:
+``"status": "failed"`` and its ``reason`` (:mod:`lmms_genbench.models.t2i`). During a run of
+``--model t2i`` (decided from the model that runs, never from an answer's shape: another
+model's answers are never touched), two hooks of :mod:`lmms_genbench.hooks.run` keep it out of
+the numbers:
 
-* :func:`install` wraps ``ConfigurableTask.process_results``: the task scores the doc as it
-  would, then each of its per-doc values (``None``, the task's "does not apply", stays) becomes
-  a :class:`FailedDoc`;
-* :func:`set_aside`, run by :mod:`lmms_genbench.host_scores`' aggregation hook before
-  lmms-eval aggregates, takes those out of the metric's items (a metric left with no value
+* the ``ConfigurableTask.process_results`` wrapper: the task scores the doc as it would, then
+  :func:`mark` turns each of its per-doc values (``None``, the task's "does not apply", stays)
+  into a :class:`FailedDoc`;
+* :func:`set_aside`, run by the aggregation wrapper before lmms-eval aggregates, takes those out of the metric's items (a metric left with no value
   but ``None`` is not aggregated) and writes ``{"score": None, "status": "failed",
   "reason": …}`` in their place in the logged samples; then :func:`report` writes ``None``
   (lmms-eval prints N/A) for such a metric and adds ``n_failed,<filter>``: the docs left out.
@@ -24,9 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .core.hooks import wrap_method
-
-__all__ = ["N_FAILED", "FailedDoc", "failed_answer", "install", "mark", "report", "set_aside"]
+__all__ = ["N_FAILED", "FailedDoc", "failed_answer", "mark", "report", "set_aside"]
 
 #: the count of docs left out, the name our own tasks give it
 N_FAILED = "n_failed"
@@ -72,22 +71,6 @@ def mark(metrics: Any, failed: FailedDoc) -> Any:
     if not isinstance(metrics, Mapping):
         return metrics
     return {metric: value if value is None else failed for metric, value in metrics.items()}
-
-
-def install() -> bool:
-    """Wrap ``ConfigurableTask.process_results`` so a failed answer's values are marked.
-    Idempotent; False (nothing changed) when the installed lmms-eval lacks the method."""
-    from lmms_eval.api.task import ConfigurableTask
-
-    def hooked(original):
-        def process_results(self, doc, results, *args, **kwargs):
-            metrics = original(self, doc, results, *args, **kwargs)
-            failed = failed_answer(results)
-            return metrics if failed is None else mark(metrics, failed)
-
-        return process_results
-
-    return wrap_method(ConfigurableTask, "process_results", hooked)
 
 
 @dataclass

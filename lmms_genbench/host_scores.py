@@ -4,10 +4,10 @@ lmms-eval 0.7.3 pairs two runs (``--baseline <samples JSONL>``: a paired t-test 
 ``doc_id``) on each logged sample's numeric ``score`` (the task's ``score_key``), and its
 CLT standard errors read ``score`` and the task's ``cluster_key`` from each metric's
 per-doc items. A chain's score is known only once the task's chains are scored together in
-``aggregate``, after lmms-eval has logged the sample, so :func:`install` wraps
-``TaskOutput.calculate_aggregate_metric`` (rank 0, after the gather, before the samples are
-written or paired). Right after lmms-eval's own aggregation, :func:`fill` gives each
-scored doc of a cycle task:
+``aggregate``, after lmms-eval has logged the sample, so during a run with our tasks
+:mod:`lmms_genbench.hooks.run` wraps ``TaskOutput.calculate_aggregate_metric`` (rank 0, after
+the gather, before the samples are written or paired). Right after lmms-eval's own
+aggregation, :func:`fill` gives each scored doc of one of our tasks:
 
 * ``sample[score_key]``: the chain's share of the headline (``ChainScorer.host_scores``:
   the image's GC@T, the chain's MCD, the prompt's MGG pass rate) and, if the task names
@@ -18,9 +18,9 @@ scored doc of a cycle task:
 
 AutoBench-V's records know their score when lmms-eval logs them (a doc's 0/1 correctness,
 ``record["score"]``); :func:`fill` copies it and the record's cluster to the sample the same
-way (its items stay as they are). A failed doc gets no score; lmms-eval leaves it out of the pairing. Other tasks are not
-touched. Like the task-path hook (:mod:`lmms_genbench.plugin`), installing is idempotent
-and reduced to a warning on an lmms-eval without the method.
+way (its items stay as they are). A failed doc gets no score; lmms-eval leaves it out of the
+pairing. The hook calls :func:`fill` for our tasks only (:func:`lmms_genbench.hooks.scope.is_our_task`):
+lmms-eval's own tasks are never touched, whatever their records look like.
 """
 
 from __future__ import annotations
@@ -28,32 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import host_failures
-from .core.hooks import wrap_method
 from .metrics.scorers.base import HOST_SCORES, MetricItem, host_key
 
-__all__ = ["fill", "install"]
+__all__ = ["fill"]
 
 DEFAULT_SCORE_KEY = "score"  # lmms-eval's default score_key
-
-
-def install() -> bool:
-    """Wrap ``TaskOutput.calculate_aggregate_metric`` so :func:`fill` runs after it, and
-    failed ``t2i`` docs are set aside before it (:mod:`lmms_genbench.host_failures`).
-    Idempotent; False (nothing changed) when the installed lmms-eval lacks the method."""
-    from lmms_eval.evaluator_utils import TaskOutput
-
-    def hooked(original):
-        def calculate_aggregate_metric(self, *args, **kwargs):
-            held = host_failures.set_aside(self)
-            out = original(self, *args, **kwargs)
-            host_failures.report(self, held)
-            fill(self)
-            return out
-
-        return calculate_aggregate_metric
-
-    return wrap_method(TaskOutput, "calculate_aggregate_metric", hooked)
 
 
 def fill(task_output: Any) -> int:

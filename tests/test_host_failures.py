@@ -1,12 +1,13 @@
 """A doc ``--model t2i`` could not draw is N/A in a host task's numbers, never a 0
 (``lmms_genbench.host_failures``), checked through lmms-eval's own ``TaskOutput``
-aggregation on hand-worked numbers; the WISE run end to end is in ``test_t2i_host.py``."""
+aggregation on hand-worked numbers, inside the hooks of a ``--model t2i`` run
+(``lmms_genbench.hooks.run.scope``); the WISE run end to end is in ``test_t2i_host.py``."""
 
 import json
 import statistics
 from types import SimpleNamespace
 
-from lmms_genbench import host_failures
+from lmms_genbench.hooks.run import Run, scope
 from lmms_genbench.host_failures import FailedDoc, failed_answer, mark
 
 FAILED = json.dumps({"text": "", "images": [], "status": "failed", "reason": "refused", "doc_id": 2})
@@ -48,13 +49,11 @@ def _output(**samples):
                            per_sample_metrics={("score", "none"): [[x, x] for x in samples["score"]]})
 
 
-def _aggregate(task_output):
+def _aggregate(task_output, model="t2i"):
     from lmms_eval.evaluator_utils import TaskOutput
 
-    from lmms_genbench import host_scores
-
-    assert host_scores.install()  # the hook that runs set_aside and report around lmms-eval's own
-    TaskOutput.calculate_aggregate_metric(task_output, bootstrap_iters=0)
+    with scope(Run(model)):  # the hooks of a run of that model: set_aside and report around lmms-eval's own
+        TaskOutput.calculate_aggregate_metric(task_output, bootstrap_iters=0)
     return task_output.agg_metrics
 
 
@@ -79,11 +78,21 @@ def test_a_run_without_failures_is_untouched():
     assert "n_failed,none" not in agg and ("n_failed", "none") not in out.sample_metrics
 
 
-def test_process_results_marks_a_failed_answer_through_the_installed_hook():
+def test_process_results_marks_a_failed_answer_in_a_t2i_run_only():
     from lmms_eval.api.task import ConfigurableTask
 
-    assert host_failures.install()
     task = SimpleNamespace(OUTPUT_TYPE="generate_until", config=SimpleNamespace(
         process_results=lambda doc, results: {"score": 0.0, "other": None}))
-    assert ConfigurableTask.process_results(task, {}, [FAILED]) == {"score": FailedDoc("refused"), "other": None}
-    assert ConfigurableTask.process_results(task, {}, [DRAWN]) == {"score": 0.0, "other": None}
+    with scope(Run("t2i")):
+        assert ConfigurableTask.process_results(task, {}, [FAILED]) == {"score": FailedDoc("refused"), "other": None}
+        assert ConfigurableTask.process_results(task, {}, [DRAWN]) == {"score": 0.0, "other": None}
+    # the answer's shape decides nothing: outside a t2i run the task scores it as it would
+    assert ConfigurableTask.process_results(task, {}, [FAILED]) == {"score": 0.0, "other": None}
+    with scope(Run("cycle")):
+        assert ConfigurableTask.process_results(task, {}, [FAILED]) == {"score": 0.0, "other": None}
+
+
+def test_another_models_run_adds_no_failure_count():
+    out = _output(score=[0.5, 1.0, 0.0], only_failed=[None, None, None])
+    agg = _aggregate(out, model="cycle")
+    assert agg["score,none"] == 0.5 and "n_failed,none" not in agg

@@ -53,7 +53,7 @@ def test_hook_is_idempotent():
     import lmms_eval.evaluator  # noqa: F401
     from lmms_eval.tasks import TaskManager
 
-    from lmms_genbench.plugin import install_task_path
+    from lmms_genbench.hooks.startup import install_task_path
 
     assert install_task_path() and install_task_path()
     assert getattr(TaskManager.initialize_tasks, "_lmms_genbench_hook", False)
@@ -62,20 +62,22 @@ def test_hook_is_idempotent():
 
 def test_the_startup_line_hooks_lmms_eval_tasks_alone_and_imports_nothing_first():
     """setup.py's .pth line, run as site.py runs it: nothing heavy at start-up, the task
-    path in place once lmms_eval.tasks is imported (without lmms_eval.models), and the
-    finder gone afterwards. Run twice, it installs one finder."""
+    path in place once lmms_eval.tasks is imported (without lmms_eval.models), the run hook
+    once lmms_eval.evaluator is, and the finder gone afterwards. Run twice, it installs one finder."""
     line = _setup_constant("PTH_LINE")
     assert line.startswith("import ") and line.count("\n") == 1  # site.py executes such a line
     code = (
         f"{line.strip()}\n{line.strip()}\n"
         "import sys\n"
-        "finders = lambda: sum(type(f).__name__ == '_AfterTasksImport' for f in sys.meta_path)\n"
+        "finders = lambda: sum(type(f).__name__ == '_AfterImport' for f in sys.meta_path)\n"
         "print(finders(), sorted(m for m in ('lmms_eval', 'lmms_genbench.core.registry', 'torch') if m in sys.modules))\n"
         "from lmms_eval.tasks import TaskManager\n"
         "print(getattr(TaskManager.initialize_tasks, '_lmms_genbench_hook', False), 'lmms_eval.models' in sys.modules, finders())\n"
+        "import lmms_eval.evaluator as e\n"
+        "print(getattr(e.evaluate, '_lmms_genbench_hook', False), finders())\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert out.stdout.strip().splitlines() == ["1 []", "True False 0"], out.stdout + out.stderr[-2000:]
+    assert out.stdout.strip().splitlines() == ["1 []", "True False 1", "True 0"], out.stdout + out.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +121,7 @@ def _listing(installed, *args):
 def test_the_installed_wheel_carries_the_startup_file(installed):
     python, purelib, env, _ = installed
     assert Path(purelib, _setup_constant("PTH_NAME")).read_text() == _setup_constant("PTH_LINE")
-    where = subprocess.run([python, "-c", "import lmms_genbench.plugin as p; print(p.__file__)"],
+    where = subprocess.run([python, "-c", "import lmms_genbench.hooks as p; print(p.__file__)"],
                            capture_output=True, text=True, env=env, check=True).stdout.strip()
     assert where.startswith(purelib), where  # the installed copy, not this checkout
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 from typing import Any
 
@@ -40,14 +39,10 @@ OFFLINE_HINT = "run offline with --model_args preset=smoke"
 
 
 def smoke_describer_args() -> dict[str, Any]:
-    import torch
-
     from ..smoke.llava import tiny_llava_path
 
-    if "OMP_NUM_THREADS" not in os.environ:
-        # the tiny smoke networks are dominated by per-op overhead; extra threads
-        # only contend (about 10x slower on a loaded 2-core machine)
-        torch.set_num_threads(1)
+    # one torch thread for these tiny networks is set while the model runs, not here
+    # (lmms_genbench.hooks.run): parsing changes no process-wide setting
     return {"pretrained": str(tiny_llava_path()), "device": "cpu", "device_map": "cpu", "dtype": "float32"}
 
 
@@ -74,7 +69,6 @@ def vllm_describer_args(args: dict[str, Any], describer_batch: int) -> dict[str,
 def smoke_unified_args() -> dict[str, Any]:
     from ..smoke.janus import tiny_janus_path
 
-    smoke_describer_args()  # the same single-thread setting for tiny networks
     return {"pretrained": str(tiny_janus_path()), "device": "cpu", "dtype": "float32"}
 
 

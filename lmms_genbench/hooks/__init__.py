@@ -1,0 +1,78 @@
+"""Everything this package changes in lmms-eval's process, declared in one table.
+
+:data:`TABLE` lists each change: what is changed, when it is put in place, for whom it acts,
+and why. docs/plugin.md shows the same table and tests/test_hooks_table.py holds it equal to
+what :func:`changed` finds in place at run time. The code: :mod:`.startup` (before any run),
+:mod:`.run` (during one of our runs only), :mod:`.scope` (which models and tasks are ours),
+:mod:`.wrap` (wrapping a method once, and undoing it). Importing this package imports nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+__all__ = ["TABLE", "Hook", "changed"]
+
+
+@dataclass(frozen=True)
+class Hook:
+    target: str  #: what is changed, as lmms-eval's module path names it
+    when: str  #: "start-up", "import" (lasts for the process) or "run" (one of our runs, then undone)
+    scope: str  #: for which models or tasks it acts
+    why: str
+
+
+TABLE = (
+    Hook("sys.meta_path import watcher", "start-up",
+         "every process of the environment (wheel installs); acts on two lmms-eval modules",
+         "lmms-eval has no tasks entry point and `lmms-eval tasks list` never loads the models one: "
+         "the `lmms_genbench.pth` line installs the two import hooks below when their modules load"),
+    Hook("lmms_eval.models.AVAILABLE_SIMPLE_MODELS", "import",
+         "adds the names cycle, t2i, chef (a built-in name keeps its class)",
+         "`lmms-eval models` prints this static table, not the registry the entry point fills"),
+    Hook("lmms_eval.tasks.TaskManager.initialize_tasks", "import",
+         "every TaskManager: our tasks folder indexed after the built-in one (built-in names win)",
+         "lmms-eval 0.7.3 has no entry point for task folders"),
+    Hook("lmms_eval.evaluator.evaluate", "import",
+         "decides whose run it is; a run with neither our model nor our tasks calls lmms-eval's own",
+         "the one place that knows the model that runs and the tasks it runs"),
+    Hook("lmms_eval.api.task.ConfigurableTask.process_results", "run",
+         "--model t2i runs: a failed drawing's per-doc values become failures",
+         "a doc t2i could not draw is N/A, not scored as a missing image"),
+    Hook("lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric", "run",
+         "--model t2i runs (failures set aside, counted in n_failed); our tasks (per-doc scores)",
+         "lmms-eval pairs --baseline runs on each sample's score, known only once our chains are scored"),
+    Hook("loguru.logger patcher", "run", "runs of --model cycle, t2i, chef",
+         "an endpoint may echo an API key in an error body that lmms-eval logs"),
+    Hook("torch.set_num_threads", "run", "--model cycle with a smoke preset, OMP_NUM_THREADS unset",
+         "tiny random-weight networks only contend for extra threads"),
+)
+
+
+def changed() -> set[str]:
+    """The :data:`TABLE` targets in place in this process now, found by looking at them."""
+    from . import run, startup, wrap
+    from .scope import MODEL_CLASSES
+
+    found = set()
+    if any(isinstance(f, startup._AfterImport) for f in sys.meta_path):
+        found.add(TABLE[0].target)
+    listed = getattr(sys.modules.get("lmms_eval.models"), "AVAILABLE_SIMPLE_MODELS", None) or {}
+    if any(listed.get(name) == path for name, path in MODEL_CLASSES.items()):
+        found.add(TABLE[1].target)
+    for hook in TABLE[2:6]:
+        module, _, attribute = hook.target.rpartition(".")
+        owner = sys.modules.get(module)
+        if owner is None and "." in module:  # a class: module.Class
+            module, _, cls = module.rpartition(".")
+            owner = getattr(sys.modules.get(module), cls, None)
+        if owner is not None and wrap.is_wrapped(owner, attribute):
+            found.add(hook.target)
+    core = getattr(getattr(sys.modules.get("loguru"), "logger", None), "_core", None)
+    if getattr(getattr(core, "patcher", None), "lmms_genbench", False):
+        found.add(TABLE[6].target)
+    active = run.current()  # a thread count cannot be told apart by looking: the run says
+    if active is not None and TABLE[7].target in active.changed:
+        found.add(TABLE[7].target)
+    return found

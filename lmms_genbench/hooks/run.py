@@ -1,0 +1,179 @@
+"""What changes while one of our runs is evaluated, and only then.
+
+``lmms_eval.evaluator.evaluate`` is wrapped once lmms-eval's evaluator is imported
+(:mod:`.startup`). For a run whose model is not ours and whose tasks are not ours, the wrapper
+calls lmms-eval's ``evaluate`` and does nothing else. Otherwise, for that call only,
+:func:`scope` puts in place what the run needs and takes all of it off afterwards:
+
+* ``ConfigurableTask.process_results`` (``--model t2i`` only): a doc the model could not draw
+  becomes :class:`~lmms_genbench.host_failures.FailedDoc` values, N/A in the numbers;
+* ``TaskOutput.calculate_aggregate_metric``: those docs set aside and counted (``t2i``), and our
+  tasks' per-doc scores written into the logged samples (:mod:`lmms_genbench.host_scores`);
+* a loguru patcher that masks the environment's secrets in every record, lmms-eval's own lines
+  included (our model types only);
+* one torch thread for a model built by a smoke preset (tiny networks: extra threads only
+  contend), unless ``OMP_NUM_THREADS`` is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .scope import is_our_task, model_type, our_tasks
+from .wrap import unwrap_method, wrap_method
+
+__all__ = ["Run", "current", "install", "scope"]
+
+
+@dataclass(frozen=True)
+class Run:
+    """Whose run is being evaluated: our model type (or None) and our tasks in it."""
+
+    model: str | None = None
+    tasks: tuple[str, ...] = ()
+    one_thread: bool = False
+    changed: list[str] = field(default_factory=list, compare=False)  # the TABLE targets in place
+
+
+# Module state, not a context variable: lmms-eval calls process_results from worker threads.
+_CURRENT: Run | None = None
+
+
+def current() -> Run | None:
+    """The run being evaluated, when it is one of ours."""
+    return _CURRENT
+
+
+def install() -> bool:
+    """Wrap ``lmms_eval.evaluator.evaluate``; idempotent, False when it is missing."""
+    from lmms_eval import evaluator
+
+    def hooked(original):
+        def evaluate(*args, **kwargs):
+            lm = kwargs["lm"] if "lm" in kwargs else (args[0] if args else None)
+            tasks = kwargs["task_dict"] if "task_dict" in kwargs else (args[1] if len(args) > 1 else None)
+            run = Run(model_type(lm), tuple(our_tasks(tasks)), _wants_one_thread(lm))
+            if run.model is None and not run.tasks:
+                return original(*args, **kwargs)  # not ours: lmms-eval's own evaluate, untouched
+            with scope(run):
+                return original(*args, **kwargs)
+
+        return evaluate
+
+    return wrap_method(evaluator, "evaluate", hooked)
+
+
+def _wants_one_thread(lm: Any) -> bool:
+    return getattr(lm, "scorer_preset", None) == "smoke" and "OMP_NUM_THREADS" not in os.environ
+
+
+@contextlib.contextmanager
+def scope(run: Run) -> Iterator[Run]:
+    """Everything :data:`~lmms_genbench.hooks.TABLE` lists for the duration of a run, taken
+    off after it, whatever happens inside."""
+    global _CURRENT
+    undo = []
+    try:
+        _CURRENT = run
+        if run.model == "t2i":
+            undo.append(_wrap_process_results(run))
+        undo.append(_wrap_aggregation(run))
+        if run.model is not None:
+            undo.append(_mask_secrets(run))
+        if run.one_thread:
+            undo.append(_one_thread(run))
+        yield run
+    finally:
+        for step in reversed([u for u in undo if u is not None]):
+            step()
+        run.changed.clear()
+        _CURRENT = None
+
+
+def _wrap_process_results(run: Run):
+    from lmms_eval.api.task import ConfigurableTask
+
+    from .. import host_failures
+
+    def hooked(original):
+        def process_results(self, doc, results, *args, **kwargs):
+            metrics = original(self, doc, results, *args, **kwargs)
+            if _CURRENT is None or _CURRENT.model != "t2i":
+                return metrics
+            failed = host_failures.failed_answer(results)
+            return metrics if failed is None else host_failures.mark(metrics, failed)
+
+        return process_results
+
+    if not wrap_method(ConfigurableTask, "process_results", hooked):
+        return None
+    run.changed.append("lmms_eval.api.task.ConfigurableTask.process_results")
+    return lambda: unwrap_method(ConfigurableTask, "process_results")
+
+
+def _wrap_aggregation(run: Run):
+    from lmms_eval.evaluator_utils import TaskOutput
+
+    from .. import host_failures, host_scores
+
+    def hooked(original):
+        def calculate_aggregate_metric(self, *args, **kwargs):
+            t2i = _CURRENT is not None and _CURRENT.model == "t2i"
+            held = host_failures.set_aside(self) if t2i else None
+            out = original(self, *args, **kwargs)
+            if held is not None:
+                host_failures.report(self, held)
+            if _CURRENT is not None and is_our_task(getattr(self, "task", None)):
+                host_scores.fill(self)
+            return out
+
+        return calculate_aggregate_metric
+
+    if not wrap_method(TaskOutput, "calculate_aggregate_metric", hooked):
+        return None
+    run.changed.append("lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric")
+    return lambda: unwrap_method(TaskOutput, "calculate_aggregate_metric")
+
+
+def _mask_secrets(run: Run):
+    """A loguru patcher (before any configured one) masking secrets in each record's message.
+    loguru 0.7 cannot reset its patcher through ``configure``; its core's ``patcher`` attribute
+    is set and put back directly, and without it nothing is changed."""
+    from loguru import logger
+
+    from ..core.secrets import scrub
+
+    core = getattr(logger, "_core", None)
+    if core is None or not hasattr(core, "patcher"):
+        return None
+    before = core.patcher
+
+    def mask(record):
+        record["message"] = scrub(record["message"])
+        if before is not None:
+            before(record)
+
+    mask.lmms_genbench = True
+    core.patcher = mask
+    run.changed.append("loguru.logger patcher")
+
+    def undo():
+        if core.patcher is mask:
+            core.patcher = before
+
+    return undo
+
+
+def _one_thread(run: Run):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    run.changed.append("torch.set_num_threads")
+    return lambda: torch.set_num_threads(before)

@@ -1,0 +1,48 @@
+"""lmms-eval's own tasks score and log exactly as without this package (issue 32).
+
+``mme``, ``pope`` and ``ocrbench``, as lmms-eval 0.7.3 ships them, run through ``simple_evaluate``
+on hand-made docs (tests/builtin_tasks_run.py) with a fake model that is not ours, answering
+plain text, empty text and the record ``--model t2i`` writes for a failed drawing: once with our
+entry point hidden, once installed. Every score and every logged sample must be equal, and the
+failure record is scored as any other text (before issue 32 pope read 0.5, ocrbench 0.002, an
+``n_failed`` row was added, and mme stopped with "MME only supports pairwise evaluation")."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .lmms_eval_runs import offline_env
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(mode, tmp_path):
+    out = tmp_path / mode
+    out.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "tests.builtin_tasks_run", mode, str(out)], cwd=ROOT,
+                          env=offline_env(tmp_path), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((out / "run.json").read_text())
+
+
+def test_builtin_tasks_score_and_log_the_same_with_and_without_the_plugin(tmp_path):
+    without, with_plugin = _run("without", tmp_path), _run("with", tmp_path)
+    scores = without["results"]
+    # worked out by hand from the docs: 2 of 5 pope answers right (the failure record is a wrong
+    # answer), 3 OCRBench answers contain their ground truth (one of them the record), out of 1000
+    assert scores["pope_fixture"]["pope_accuracy,none"] == 0.4
+    assert scores["ocrbench_fixture"]["ocrbench_accuracy,none"] == 0.003
+    # mme: existence 1 of 2 right (acc 50, acc+ 0) and code_reasoning 1 of 2 (50, 0)
+    assert scores["mme_fixture"]["mme_perception_score,none"] == 50.0
+    assert scores["mme_fixture"]["mme_cognition_score,none"] == 50.0
+    assert not any(metric.startswith("n_failed") for task in scores.values() for metric in task)
+
+    assert with_plugin["results"] == without["results"]
+    assert with_plugin["samples"] == without["samples"]
+    # the plugin was there, with its hooks installed (not a vacuous comparison)
+    assert "lmms_eval.evaluator.evaluate" in with_plugin["hooks"] and not without["hooks"]
