@@ -77,6 +77,7 @@ class WaveRunner:
         self._draws: list[Future] = []
         self._describe_keys: dict[int, str] = {}
         self._first_draw = True  # a first batch that fails whole stops the run (_draw)
+        self._first_describe = True  # the generator loads before it (_describe_step)
 
     def all(self, waves: list[Wave]) -> None:
         drawer = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbench-draw")
@@ -272,6 +273,11 @@ class WaveRunner:
                         described.append(chain)
                 if not described:
                     continue
+                if self._first_describe and hop < spec.hops and engine.may_compute(hop + 1):
+                    # the generator loads (and a local pipeline draws its probe) before anything is
+                    # described: one that cannot draw ends the run before paying for descriptions
+                    load_lazy(engine.generator)
+                self._first_describe = False
                 load_lazy(engine.describer)  # outside describe time (a vLLM engine starts in ~40 s)
                 t0 = time.perf_counter()
                 texts = engine.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)

@@ -5,6 +5,8 @@ Used by :mod:`.diffusers_backend`, :mod:`.smoke` and the unified models.
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 from PIL import Image
@@ -12,7 +14,7 @@ from PIL import Image
 from ..core.args import ArgumentError
 from .base import GenerationFailure, GenerationResult
 
-__all__ = ["DTYPES", "MAX_REASON_CHARS", "check_device", "check_image", "describe_error", "resolve_dtype"]
+__all__ = ["DTYPES", "MAX_REASON_CHARS", "check_device", "check_image", "describe_error", "log_info", "resolve_dtype"]
 
 DTYPES = ("auto", "float16", "bfloat16", "float32")
 
@@ -102,3 +104,12 @@ def describe_error(exc: BaseException) -> str:
     """``"<type>: <message>"``, cut to :data:`MAX_REASON_CHARS` characters."""
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS] + "..."
+
+
+def log_info(logger: logging.Logger, message: str, *args: Any) -> None:
+    """``logger.info``, and under lmms-eval (imported already) its own logger too: a run's output
+    shows that one at INFO, not Python's ``logging`` (nothing here routes it)."""
+    logger.info(message, *args)
+    host = getattr(sys.modules.get("lmms_eval.utils"), "eval_logger", None)
+    if host is not None:
+        host.info(message % args if args else message)

@@ -17,9 +17,9 @@ from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
 from ..core.keys import generator_name
 from . import pipeline_rules as rules
 from .base import GenerationFailure, GenerationResult
-from .common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from .common import DTYPES, check_device, check_image, describe_error, log_info, resolve_dtype
 from .lazy import GeneratorPlan
-from .weights import folder_identity, is_local_folder
+from .weights import folder_identity, is_local_folder, legacy_identity
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,11 @@ class DiffusersGenerator:
         batch_size: Prompts per pipeline call.
         negative_prompt: Negative prompt applied to every prompt, or ``None``.
         revision: Hub revision (branch, tag or commit) of ``pretrained``; part of the key.
+        offload: where the weights wait between uses (not part of the key: the pictures are the
+            same): ``none`` keeps them on ``device``; ``model`` moves each component (text
+            encoders, transformer, VAE) to the accelerator only while it runs (diffusers'
+            ``enable_model_cpu_offload``); ``sequential`` streams layer by layer
+            (``enable_sequential_cpu_offload``: least memory, slowest). Needs an accelerator device.
         **call_settings: any other argument the pipeline's ``__call__`` takes
             (``max_sequence_length``, ``true_cfg_scale``, ``use_resolution_binning``, ...),
             passed to every call and part of the key; a name it does not take is refused
@@ -59,6 +64,10 @@ class DiffusersGenerator:
     Widths and heights must be multiples of the pipeline's VAE scale factor times its
     patch size (16 for SD3 and FLUX), checked when it loads. A local folder is keyed by
     what it holds (:func:`.weights.folder_identity`), not by its path.
+
+    A pipeline this generator loads draws one probe picture at once (one step, one prompt, the
+    run's size), so a pipeline that cannot draw stops the run before anything is described;
+    an injected ``pipeline`` is not probed.
 
     Each prompt gets its own ``torch.Generator(device).manual_seed(seed)``, so
     its image depends on its own seed and not on its neighbours in the batch
@@ -78,6 +87,7 @@ class DiffusersGenerator:
         batch_size: int = 4,
         negative_prompt: str | None = None,
         revision: str | None = None,
+        offload: str = "none",
         **call_settings: Any,
     ) -> None:
         # Validate everything before importing torch or loading gigabytes.
@@ -96,28 +106,40 @@ class DiffusersGenerator:
         self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
         self.negative_prompt = as_str("negative_prompt", negative_prompt, optional=True)
         self.revision = as_str("revision", revision, optional=True)
-        # a name the pipeline does not take is refused before any weight loads, where its class is known here
-        known_cls = _pipeline_class(self.pretrained, self.revision) if pipeline is None else None
-        if known_cls is not None:
-            rules.check_call_settings(known_cls, call_settings)
+        self.offload = as_choice("offload", offload, OFFLOAD)
+        planned = isinstance(pipeline, PlannedPipeline)
+        # the class the settings are checked against, before any weight loads: an object's own, a
+        # plan's, or the one a folder's or hub id's model_index.json names (None: known once loaded)
+        if planned:
+            cls: type | None = pipeline.cls
+        elif pipeline is not None:
+            cls = type(pipeline)
+        else:
+            cls = _pipeline_class(self.pretrained, self.revision)
+        self.call_settings = dict(call_settings)
+        if cls is not None:
+            self.call_settings = rules.check_call_settings(cls, call_settings)
+            self._drop_ignored(cls)
 
         self._torch = require("torch", "the diffusers generator")
         torch_device = check_device(self._torch, self.device)
-        planned = isinstance(pipeline, PlannedPipeline)
-        self.dtype = resolve_dtype(self._torch, dtype_choice, torch_device, pipeline)
-        cls = pipeline.cls if planned else type(pipeline)
-        self.call_settings = rules.check_call_settings(cls, call_settings)
-        self._drop_ignored(cls)
+        if self.offload != "none" and torch_device.type == "cpu":
+            raise ArgumentError(f"offload: {self.offload} moves weights between the CPU and an accelerator; "
+                                "with device=cpu they are on the CPU already: give offload=none or an accelerator")
+        self.dtype = resolve_dtype(self._torch, dtype_choice, torch_device, None if planned else pipeline)
         if planned:  # only the artifact name is wanted: nothing is loaded, checked or logged further
             self.pipeline, self._budget, self.text_budget = None, {}, {}
-            self.name = generator_name("diffusers", *self._key(cls, torch_device.type))
+            self._name(pipeline.cls, torch_device.type)
             return
 
-        if pipeline is None:
-            pipeline = _load_pipeline(self.pretrained, self.dtype, self.device, self.revision)  # type: ignore[arg-type]
+        loaded = pipeline is None
+        if loaded:
+            pipeline = _load_pipeline(self.pretrained, self.dtype, self.device,  # type: ignore[arg-type]
+                                      self.revision, self.offload)
             cls = type(pipeline)
             self.call_settings = rules.check_call_settings(cls, call_settings)
             self._drop_ignored(cls)
+        assert cls is not None
         if hasattr(pipeline, "set_progress_bar_config"):
             # A tqdm bar per batch drowns the harness's own progress output.
             pipeline.set_progress_bar_config(disable=True)
@@ -133,11 +155,13 @@ class DiffusersGenerator:
         #: text encoder -> the tokens of a prompt it reads (the rest is cut)
         self.text_budget = {encoder: tokens for encoder, (_m, _t, tokens) in budget.items()}
         self._warned_cut = False
+        self._counted: dict[str, dict[str, int]] = {}  # prompt -> cuts counted in the last generate()
         if budget:
-            logger.info("diffusers: %s reads %s of each prompt; the tokens cut are recorded per hop",
-                        cls.__name__, ", ".join(f"{t} tokens with {e} ({m})" for e, (m, _tok, t) in budget.items()))
-
-        self.name = generator_name("diffusers", *self._key(cls, torch_device.type))
+            log_info(logger, "diffusers: %s reads %s of each prompt; the tokens cut are recorded per hop",
+                     cls.__name__, ", ".join(f"{t} tokens with {e} ({m})" for e, (m, _tok, t) in budget.items()))
+        self._name(cls, torch_device.type)
+        if loaded:
+            self._probe()
 
     @classmethod
     def plan(cls, **kwargs: Any) -> GeneratorPlan | None:
@@ -152,16 +176,27 @@ class DiffusersGenerator:
         choice = as_choice("dtype", kwargs.get("dtype", "auto"), DTYPES)
         device = check_device(torch, str(as_str("device", kwargs.get("device", "cuda"))))
         dtype = resolve_dtype(torch, choice, device, None)
-        probe = cls(**{**kwargs, "dtype": dtype, "pipeline": PlannedPipeline(pipeline_cls, getattr(torch, dtype))})
-        return GeneratorPlan(probe.name, probe.batch_size)
+        planned = cls(**{**kwargs, "dtype": dtype, "pipeline": PlannedPipeline(pipeline_cls, getattr(torch, dtype))})
+        return GeneratorPlan(planned.name, planned.batch_size, planned.legacy_names)
 
-    def _key(self, pipeline_cls: type, device_type: str) -> tuple[str, dict[str, Any]]:
-        """The label and the settings that name this generator's artifacts."""
+    def _name(self, pipeline_cls: type, device_type: str) -> None:
+        """Set :attr:`name` (what keys the store) and :attr:`legacy_names` (names stores written
+        before whole-file weight hashing gave the same settings: :func:`.weights.adopt_legacy`)."""
+        self.name = generator_name("diffusers", *self._key(pipeline_cls, device_type))
+        self.legacy_names: tuple[str, ...] = ()
+        if self.pretrained is not None and is_local_folder(self.pretrained):
+            legacy = self._key(pipeline_cls, device_type, f"weights:{legacy_identity(self.pretrained)}")
+            self.legacy_names = (generator_name("diffusers", *legacy),)
+
+    def _key(self, pipeline_cls: type, device_type: str, identity: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The label and the settings that name this generator's artifacts (``identity``: of a
+        local folder, else its :func:`.weights.folder_identity`)."""
         label = self.pretrained or pipeline_cls.__name__
-        identity = label
         if self.pretrained is not None and is_local_folder(self.pretrained):
             # a moved folder keeps its images, weights replaced in place do not
-            label, identity = pipeline_cls.__name__, f"weights:{folder_identity(self.pretrained)}"
+            label = pipeline_cls.__name__
+            identity = identity or f"weights:{folder_identity(self.pretrained)}"
+        identity = identity or label
         settings: dict[str, Any] = {
             "pretrained": identity,
             "steps": self.steps,
@@ -202,12 +237,34 @@ class DiffusersGenerator:
             else:
                 self.call_settings.pop(setting, None)
 
+    def _probe(self) -> None:
+        """One picture (one step, one prompt, the run's size) right after loading: a pipeline that
+        cannot draw fails here, before any doc is described, with the pipeline's own error."""
+        saved, self.steps = self.steps, 1
+        try:
+            (result,) = self._call(["a probe picture"], [0])
+        except Exception as exc:
+            self._free_accelerator_memory()
+            raise RuntimeError(f"the pipeline could not draw its probe picture (1 step, "
+                               f"{self.width or 'default'}x{self.height or 'default'} px): "
+                               f"{describe_error(exc)}") from exc
+        finally:
+            self.steps = saved
+            self._counted = {}
+        if isinstance(result, GenerationFailure):  # drawn, but refused (a safety filter): the run may go on
+            logger.warning("diffusers: the probe picture drawn at load was refused: %s", result.reason)
+
     def text_cuts(self, prompts: Sequence[str]) -> list[dict[str, int]]:
-        """Per prompt, the tokens each text encoder cuts (:attr:`text_budget`); ``{}`` when
-        the pipeline's encoders are not known."""
+        """Per prompt, the tokens each text encoder cuts (:attr:`text_budget`), as counted inside
+        the pipeline's tokenizer calls of the last :meth:`generate`; a prompt it did not draw is
+        tokenized here instead. ``{}`` when the pipeline's encoders are not known."""
         if not self._budget:
             return [{} for _ in prompts]
-        cuts = rules.token_cuts(self._budget, prompts)
+        if all(p in self._counted for p in prompts):
+            cuts = [dict(self._counted[p]) for p in prompts]
+        else:
+            with rules.truncation_filter(self.pipeline, True):
+                cuts = rules.token_cuts(self._budget, prompts)
         if not self._warned_cut and any(any(c.values()) for c in cuts):
             self._warned_cut = True  # once, not per batch: the counts are recorded per hop
             logger.warning(
@@ -230,6 +287,7 @@ class DiffusersGenerator:
                 f"prompts and {len(seeds)} seeds"
             )
         results: list[GenerationResult] = []
+        self._counted = {}
         for start in range(0, len(prompts), self.batch_size):
             stop = start + self.batch_size
             results.extend(self._generate_chunk(prompts[start:stop], seeds[start:stop]))
@@ -275,8 +333,12 @@ class DiffusersGenerator:
         if self.negative_prompt is not None:
             kwargs["negative_prompt"] = [self.negative_prompt] * len(prompts)
 
-        with rules.truncation_filter(self.pipeline, bool(self._budget)):
+        with rules.truncation_filter(self.pipeline, bool(self._budget)), \
+                rules.counted_tokenizers(self.pipeline, self._budget) as counted:
             output = self.pipeline(**kwargs)
+        cuts = counted.cuts(len(prompts)) if self._budget else None
+        if cuts is not None:
+            self._counted.update(zip(prompts, cuts))
         images = output.images if hasattr(output, "images") else output[0]
         if len(images) != len(prompts):
             raise RuntimeError(
@@ -301,6 +363,8 @@ def _pixels(arg: str, value: Any) -> int | None:
 
 
 _WARNED_IGNORED: set[tuple[type, str]] = set()
+#: generator.offload values
+OFFLOAD = ("none", "model", "sequential")
 
 
 class PlannedPipeline:
@@ -313,16 +377,21 @@ class PlannedPipeline:
 
 
 def _pipeline_class(pretrained: str | None, revision: str | None) -> type | None:
-    """The pipeline class named by the checkpoint's ``model_index.json``, read without
-    loading weights or going online; None when it is not at hand."""
+    """The pipeline class named by the checkpoint's ``model_index.json``, read without loading
+    weights: from the folder or the Hugging Face cache, else (a hub id not downloaded yet, where
+    going online is allowed) that one small file from the Hub. None when it is not at hand."""
     if not pretrained:
         return None
     diffusers = require("diffusers", "the diffusers generator")
-    try:
-        config = diffusers.DiffusionPipeline.load_config(pretrained, revision=revision, local_files_only=True)
-        return getattr(diffusers, str(config["_class_name"]), None)
-    except Exception:  # not downloaded yet, or no pipeline there: checked after loading
-        return None
+    tries = (True,) if is_local_folder(pretrained) else (True, False)
+    for local_only in tries:
+        try:
+            config = diffusers.DiffusionPipeline.load_config(pretrained, revision=revision,
+                                                             local_files_only=local_only)
+        except Exception:  # not there (offline, no such id, no pipeline there): checked after loading
+            continue
+        return getattr(diffusers, str(config.get("_class_name")), None)
+    return None
 
 
 @functools.lru_cache(maxsize=1)
@@ -337,11 +406,20 @@ def _dtype_argument() -> str:
     return "dtype" if 'kwargs.pop("dtype"' in source else "torch_dtype"
 
 
-def _load_pipeline(pretrained: str, dtype: str, device: str, revision: str | None = None) -> Any:
+def _load_pipeline(pretrained: str, dtype: str, device: str, revision: str | None = None,
+                   offload: str = "none") -> Any:
     diffusers = require("diffusers", "the diffusers generator")
     torch = require("torch", "the diffusers generator")
     extra = {"revision": revision} if revision is not None else {}
     pipeline = diffusers.AutoPipelineForText2Image.from_pretrained(
         pretrained, **{_dtype_argument(): getattr(torch, dtype)}, **extra
     )
+    if offload == "model":
+        require("accelerate", "generator.offload")
+        pipeline.enable_model_cpu_offload(device=device)
+        return pipeline
+    if offload == "sequential":
+        require("accelerate", "generator.offload")
+        pipeline.enable_sequential_cpu_offload(device=device)
+        return pipeline
     return pipeline.to(device)

@@ -27,6 +27,8 @@ class GeneratorPlan:
 
     name: str
     batch_size: int
+    #: names the same generator had in stores written by earlier versions (adopted, not redrawn)
+    legacy_names: tuple[str, ...] = ()
 
 
 class LazyGenerator:
@@ -38,6 +40,7 @@ class LazyGenerator:
     def __init__(self, plan: GeneratorPlan, build: Callable[[], Generator]) -> None:
         self.name = plan.name
         self.batch_size = plan.batch_size
+        self.legacy_names = plan.legacy_names
         self._build = build
         self._lock = threading.Lock()
         self.loaded: Generator | None = None

@@ -3,11 +3,15 @@
 - the settings its ``__call__`` takes (``generator.<name>`` passes them through);
 - the settings it would ignore (FLUX's ``negative_prompt`` without ``true_cfg_scale > 1``);
 - the size multiple (VAE scale factor x transformer patch size) and resolution binning;
-- the tokens each of its text encoders reads, and how many a prompt loses to each.
+- the tokens each of its text encoders reads, and how many a prompt loses to each: counted
+  inside the pipeline's own tokenizer calls (:class:`counted_tokenizers`), so the text counted
+  is the text the pipeline built (Lumina 2's system prompt, Sana's instruction, PixArt's
+  lower-casing) cut at the length the pipeline asked for.
 """
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 from collections.abc import Mapping, Sequence
@@ -16,8 +20,8 @@ from typing import Any
 from ..core.args import ArgumentError
 
 __all__ = [
-    "TRUNCATION_WARNING", "check_call_settings", "ignored_settings", "passable_settings", "size_multiple",
-    "text_budget", "token_cuts", "truncation_filter", "uses_resolution_binning",
+    "LENGTH_WARNING", "TRUNCATION_WARNING", "check_call_settings", "counted_tokenizers", "ignored_settings",
+    "passable_settings", "size_multiple", "text_budget", "token_cuts", "truncation_filter", "uses_resolution_binning",
 ]
 
 #: constructor arguments of the generator that set a ``__call__`` argument: given once, by their own name
@@ -40,6 +44,8 @@ FIXED_BUDGETS = {"Kandinsky3Pipeline": {"tokenizer": 128}}
 
 #: the start of diffusers' per-batch truncation warning, which the recorded counts replace
 TRUNCATION_WARNING = "The following part of your input was truncated"
+#: the start of transformers' once-per-tokenizer warning on a text longer than it reads
+LENGTH_WARNING = "Token indices sequence length is longer than"
 
 
 def _call_parameters(pipeline_cls: type) -> Mapping[str, inspect.Parameter]:
@@ -59,8 +65,12 @@ def passable_settings(pipeline_cls: type) -> dict[str, Any]:
 
 
 def _coerce(name: str, value: Any, default: Any) -> Any:
-    """A command-line string as the type the pipeline's default has (or the literal it spells)."""
+    """A command-line string as the type the pipeline's default has (or the literal it spells).
+    A number lmms-eval's parser already made an int is a float where the default is one, so
+    ``true_cfg_scale=2`` keys the same through either door."""
     if not isinstance(value, str):
+        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
         return value
     text = value.strip()
     low = text.lower()
@@ -80,6 +90,26 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     return text
 
 
+#: the longest unknown-argument message: the one-line error quotes 300 characters of it
+MESSAGE_CHARS = 280
+
+
+def _accepted(name: str, passable: Mapping[str, Any], room: int) -> str:
+    """``passes through only a, b, ...`` in about ``room`` characters: the names closest to
+    ``name`` first, then the rest in order, whole names only, then how many did not fit."""
+    close = difflib.get_close_matches(name, list(passable), n=3, cutoff=0.5)
+    names = close + [n for n in sorted(passable) if n not in close]
+    if not names:
+        return "passes nothing through"
+    text = "passes through only " + names[0]
+    for i, each in enumerate(names[1:], start=1):
+        more = f" and {len(names) - i} more (its __call__ arguments)"
+        if len(text) + 2 + len(each) + (len(more) if i < len(names) - 1 else 0) > room:
+            return text + more
+        text += ", " + each
+    return text
+
+
 def check_call_settings(pipeline_cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
     """``given`` checked against the pipeline's ``__call__`` and coerced; an unknown name is refused
     with the names it accepts."""
@@ -89,11 +119,8 @@ def check_call_settings(pipeline_cls: type, given: Mapping[str, Any]) -> dict[st
         if name in OWN:
             raise ArgumentError(f"{name}: set it as generator.{OWN[name]}; got generator.{name}={value!r}")
         if name not in passable:
-            raise ArgumentError(
-                f"unknown argument {name!r}: {pipeline_cls.__name__} takes none of that name; generator.<arg> "
-                f"passes through only {', '.join(sorted(passable))} (besides the generator's own steps, "
-                f"guidance, width, height, negative_prompt, dtype, device, batch_size, revision)"
-            )
+            head = f"unknown argument {name!r}: {pipeline_cls.__name__} takes none of that name; generator.<arg> "
+            raise ArgumentError(head + _accepted(name, passable, MESSAGE_CHARS - len(head)))
         out[name] = _coerce(name, value, passable[name])
     return out
 
@@ -175,22 +202,101 @@ def token_cuts(budget: Mapping[str, tuple[str, Any, int]], prompts: Sequence[str
 
 class _DropTruncationWarning(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(TRUNCATION_WARNING)
+        return not str(record.msg).startswith((TRUNCATION_WARNING, LENGTH_WARNING))
+
+
+#: where transformers warns of a text longer than its tokenizer reads
+_TOKENIZER_LOGGER = "transformers.tokenization_utils_base"
 
 
 class truncation_filter:
     """While in use, drop diffusers' per-batch truncation warning from ``pipeline``'s own module
-    logger (nothing else, nowhere else): the counts are recorded per hop instead."""
+    logger, and transformers' "Token indices sequence length" warning (nothing else, nowhere
+    else): the counts are recorded per hop instead."""
 
     def __init__(self, pipeline: Any, active: bool) -> None:
-        self.logger = logging.getLogger(type(pipeline).__module__) if active else None
+        names = (type(pipeline).__module__, _TOKENIZER_LOGGER) if active else ()
+        self.loggers = [logging.getLogger(name) for name in names]
         self.filter = _DropTruncationWarning()
 
     def __enter__(self) -> "truncation_filter":
-        if self.logger is not None:
-            self.logger.addFilter(self.filter)
+        for log in self.loggers:
+            log.addFilter(self.filter)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.logger is not None:
-            self.logger.removeFilter(self.filter)
+        for log in self.loggers:
+            log.removeFilter(self.filter)
+
+
+def _tokenizer_attr(encoder: str) -> str:
+    """``text_encoder_3:T5EncoderModel`` -> ``tokenizer_3``."""
+    return "tokenizer" + encoder.split(":", 1)[0][len("text_encoder"):]
+
+
+class _CountingTokenizer:
+    """Stands in for a pipeline's tokenizer during one call: answers as it does, and for each
+    call that truncates (``truncation`` and ``max_length`` given) records, per text, the tokens
+    beyond ``max_length``, counting the very text the pipeline passed."""
+
+    def __init__(self, tokenizer: Any, sink: list[list[int]]) -> None:
+        self.__dict__["_tokenizer"] = tokenizer
+        self.__dict__["_sink"] = sink
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._tokenizer, name, value)
+
+    def __len__(self) -> int:
+        return len(self._tokenizer)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = self._tokenizer(*args, **kwargs)
+        text = args[0] if args else kwargs.get("text")
+        limit = kwargs.get("max_length")
+        if text is not None and kwargs.get("truncation") and isinstance(limit, int):
+            texts = [text] if isinstance(text, str) else list(text)
+            ids = self._tokenizer(texts, truncation=False, padding=False, verbose=False,
+                                  add_special_tokens=kwargs.get("add_special_tokens", True))["input_ids"]
+            self._sink.append([max(0, len(row) - limit) for row in ids])
+        return out
+
+
+class counted_tokenizers:
+    """While in use, the tokenizers of ``budget``'s encoders are swapped on ``pipeline`` for
+    counting stand-ins (set past the pipeline's config, so nothing it saves changes);
+    :meth:`cuts` then gives, per prompt, the tokens each encoder's tokenizer cut."""
+
+    def __init__(self, pipeline: Any, budget: Mapping[str, Any]) -> None:
+        self.pipeline = pipeline
+        self.calls: dict[str, list[list[int]]] = {encoder: [] for encoder in budget}
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> "counted_tokenizers":
+        for encoder, sink in self.calls.items():
+            attr = _tokenizer_attr(encoder)
+            tokenizer = getattr(self.pipeline, attr, None)
+            if tokenizer is not None:
+                self._saved[attr] = tokenizer
+                object.__setattr__(self.pipeline, attr, _CountingTokenizer(tokenizer, sink))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for attr, tokenizer in self._saved.items():
+            object.__setattr__(self.pipeline, attr, tokenizer)
+        self._saved.clear()
+
+    def cuts(self, prompts: int) -> list[dict[str, int]] | None:
+        """Per prompt, each encoder's cut, from its first truncating call over ``prompts`` texts
+        (the prompts: pipelines encode them before any negative prompt); None when an encoder
+        made no such call (a pipeline that tokenizes otherwise: count the prompts instead)."""
+        out: list[dict[str, int]] = [{} for _ in range(prompts)]
+        for encoder, calls in self.calls.items():
+            first = next((call for call in calls if len(call) == prompts), None)
+            if first is None:
+                return None
+            for cut, tokens in zip(out, first):
+                cut[encoder] = tokens
+        return out

@@ -33,6 +33,7 @@ from ..engine import (ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, C
                       LmmsDescriber)
 from ..generators import (GeneratorConfigError, LazyGenerator, LazyUnified, build_generator_or_explain,
                           config_failure, explain_generator_failure, plan_generator)
+from ..generators.weights import adopt_legacy
 from .throughput import log_engine_run
 from ..core.errors import from_exception, load_failure
 from .cycle_args import (OFFLINE_HINT, PRESETS, SCORER_PRESETS, TOP_LEVEL_ARGS, VLLM_CPU_MEMORY_FRACTION, CycleArgs, in_shard,
@@ -304,6 +305,9 @@ class CycleModel(lmms):
 
     def generate_until(self, requests) -> list[str]:
         jobs, tasks, namespaces, splits, skipped = [], [], {}, {}, {}
+        # a store keyed before whole-file weight hashing keeps its hops: its folder takes the new name
+        adopt_legacy(self.store.root / self.describer.name, self.generator.name,
+                     getattr(self.generator, "legacy_names", ()))
         for request in requests:
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
             field = (gen_kwargs or {}).get("direction_field")
