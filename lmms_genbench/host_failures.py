@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["N_FAILED", "FailedDoc", "failed_answer", "mark", "report", "set_aside"]
+__all__ = ["N_FAILED", "FailedDoc", "failed_answer", "mark", "put_back", "report", "set_aside"]
 
 #: the count of docs left out, the name our own tasks give it
 N_FAILED = "n_failed"
@@ -36,9 +36,11 @@ T2I_KEYS = frozenset({"text", "images"})
 
 @dataclass(frozen=True)
 class FailedDoc:
-    """A per-doc value of a doc the model could not answer (picklable: ranks gather it)."""
+    """A per-doc value of a doc the model could not answer (picklable: ranks gather it), and the
+    value the task gave it, put back if the task cannot aggregate without the doc."""
 
     reason: str
+    original: Any = field(default=None, compare=False, repr=False)
 
     def logged(self) -> dict[str, Any]:
         return {"score": None, "status": "failed", "reason": self.reason}
@@ -70,7 +72,7 @@ def mark(metrics: Any, failed: FailedDoc) -> Any:
     ``failed``."""
     if not isinstance(metrics, Mapping):
         return metrics
-    return {metric: value if value is None else failed for metric, value in metrics.items()}
+    return {metric: value if value is None else FailedDoc(failed.reason, value) for metric, value in metrics.items()}
 
 
 @dataclass
@@ -79,17 +81,19 @@ class SetAside:
 
     left_out: dict[str, int]  # filter -> docs left out (the most of any one metric)
     emptied: list[tuple[str, str]]  # (metric, filter) with no item left
+    before: list[tuple[Any, Any, Any]] = field(default_factory=list)  # (container, key, value) changed
 
 
 def set_aside(task_output: Any) -> SetAside:
     """Take the :class:`FailedDoc` values out of ``task_output``'s items and logged samples."""
     left_out: dict[str, int] = defaultdict(int)
-    emptied = []
+    emptied, before = [], []
     sample_metrics = getattr(task_output, "sample_metrics", None) or {}
     for key, items in list(sample_metrics.items()):
         kept = [item for item in items if not isinstance(item, FailedDoc)]
         if len(kept) == len(items):
             continue
+        before.append((sample_metrics, key, items))
         filter_key = key[1]
         left_out[filter_key] = max(left_out[filter_key], len(items) - len(kept))
         if any(item is not None for item in kept):
@@ -99,13 +103,29 @@ def set_aside(task_output: Any) -> SetAside:
             emptied.append(key)
     per_sample = getattr(task_output, "per_sample_metrics", None) or {}  # repeats > 1: one list per doc
     for key, groups in list(per_sample.items()):
+        before.append((per_sample, key, groups))
         per_sample[key] = [kept for group in groups
                            if (kept := [x for x in group if not isinstance(x, FailedDoc)])]
     for sample in getattr(task_output, "logged_samples", None) or ():
         for name, value in list(sample.items()):
             if isinstance(value, FailedDoc):
+                before.append((sample, name, value))
                 sample[name] = value.logged()
-    return SetAside(dict(left_out), emptied)
+    return SetAside(dict(left_out), emptied, before)
+
+
+def put_back(held: SetAside) -> None:
+    """Undo :func:`set_aside`, each failed doc with the value its task gave it: for a task whose
+    own aggregation cannot do without the doc (MME asserts two answers per image)."""
+    def original(value):
+        if isinstance(value, FailedDoc):
+            return value.original
+        return [original(x) for x in value] if isinstance(value, list) else value
+
+    for container, key, value in reversed(held.before):
+        container[key] = original(value)
+    held.left_out.clear()
+    held.emptied.clear()
 
 
 def report(task_output: Any, held: SetAside) -> None:

@@ -1,15 +1,19 @@
 """One run of lmms-eval 0.7.3's own ``mme``, ``pope`` and ``ocrbench`` on hand-made docs with a
-fake model, in this process: ``python -m tests.builtin_tasks_run with|without OUT_DIR``.
+fake model, in this process: ``python -m tests.builtin_tasks_run with|without|t2i OUT_DIR``.
 
 ``without`` hides this package's ``lmms_eval.models`` entry point before lmms-eval is imported,
 as if the package were not installed; ``with`` leaves it. The fake model (not one of ours)
 answers plain text, empty text and the record ``--model t2i`` writes for a failed drawing.
+``t2i`` gives the same answers from a subclass of our ``t2i`` model (no generator: a stand-in
+that says what a smoke preset says), and records what :func:`lmms_genbench.hooks.changed`
+finds in place during the run and after it, and what a loguru sink received.
 The docs follow /work/shared/DATASET_SCHEMAS.md and the fields each task's utils.py reads;
 they are written as a local copy laid out like the hub's (``data/test-*`` Parquet), and each
 task is the built-in YAML included as is, with ``dataset_path`` pointing at that copy.
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -42,7 +46,7 @@ DOCS = {
 
 
 def _hide_our_entry_point():
-    import importlib.metadata as metadata
+    from importlib import metadata
 
     everything = metadata.entry_points
 
@@ -76,12 +80,39 @@ def write_tasks(root: Path) -> Path:
     return tasks
 
 
+SECRET_NAME, SECRET = "FIXTURE_API_KEY", "sk-fixture-0123456789abcdef"
+SEEN: dict = {"during": set(), "logged": []}
+
+
+def _answer(requests):
+    from lmms_genbench.hooks import changed
+
+    SEEN["during"] |= changed()
+    from loguru import logger
+
+    logger.warning(f"Attempt 4/5 failed with error: 401 {{'error': 'bad key Bearer {SECRET}'}}")
+    return [DOCS[r.args[4].removesuffix("_fixture")][r.args[3]][1] for r in requests]
+
+
 class _Answers:
     """Built lazily: lmms-eval's model base class is imported after the entry point is hidden."""
 
     @staticmethod
-    def model():
+    def model(ours: bool):
         from lmms_eval.api.model import lmms
+
+        if ours:
+            from lmms_genbench.models.t2i import TextToImageModel
+
+            class FakeT2I(TextToImageModel):  # --model t2i without its generator
+                def __init__(self):
+                    lmms.__init__(self)
+                    self.scorer_preset = "smoke"
+
+                def generate_until(self, requests):
+                    return _answer(requests)
+
+            return FakeT2I()
 
         class FakeModel(lmms):  # a built-in-style model: not one of ours
             def generate_until(self, requests):
@@ -103,12 +134,18 @@ def main(mode: str, out: Path) -> None:
     from lmms_eval.tasks import TaskManager
 
     tasks = write_tasks(out)
-    results = simple_evaluate(model=_Answers.model(), tasks=[f"{n}_fixture" for n in DOCS], bootstrap_iters=0,
-                              task_manager=TaskManager("WARNING", include_path=str(tasks)), log_samples=True)
+    os.environ[SECRET_NAME] = SECRET
+    from loguru import logger
+
+    logger.add(lambda message: SEEN["logged"].append(message.record["message"]), level="WARNING")
+    results = simple_evaluate(model=_Answers.model(mode == "t2i"), tasks=[f"{n}_fixture" for n in DOCS],
+                              bootstrap_iters=0, log_samples=True,
+                              task_manager=TaskManager("WARNING", include_path=str(tasks)))
     from lmms_genbench.hooks import changed
 
+    logger.warning(f"after the run: {SECRET}")
     kept = {"results": results["results"], "samples": results["samples"], "hooks": sorted(changed()),
-            "ours_loaded": sorted(m for m in sys.modules if m.startswith("lmms_genbench"))}
+            "during": sorted(SEEN["during"]), "logged": SEEN["logged"]}
     (out / "run.json").write_text(json.dumps(kept, default=repr, sort_keys=True, indent=1))
 
 

@@ -24,8 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run(mode, tmp_path):
     out = tmp_path / mode
     out.mkdir()
+    env = offline_env(tmp_path)
+    env.pop("OMP_NUM_THREADS")  # the smoke-preset thread setting is one of the hooks looked for
     proc = subprocess.run([sys.executable, "-m", "tests.builtin_tasks_run", mode, str(out)], cwd=ROOT,
-                          env=offline_env(tmp_path), capture_output=True, text=True, timeout=900)
+                          env=env, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "run.json").read_text())
 
@@ -46,3 +48,31 @@ def test_builtin_tasks_score_and_log_the_same_with_and_without_the_plugin(tmp_pa
     assert with_plugin["samples"] == without["samples"]
     # the plugin was there, with its hooks installed (not a vacuous comparison)
     assert "lmms_eval.evaluator.evaluate" in with_plugin["hooks"] and not without["hooks"]
+
+
+def test_under_t2i_a_failed_drawing_is_na_and_the_declared_hooks_are_what_is_in_place(tmp_path):
+    """The same docs answered by a subclass of our t2i model: its failure record is left out and
+    counted (pope 2 of 4, OCRBench 2 right), except in mme, whose aggregation asserts two answers
+    per image: it scores as without us. During the run exactly the declared hooks are in place,
+    after it only those that last for the process; lmms-eval's own log lines are masked during
+    our run only."""
+    from lmms_genbench.hooks import TABLE
+
+    from .builtin_tasks_run import SECRET
+
+    without, t2i = _run("without", tmp_path), _run("t2i", tmp_path)
+    scores = t2i["results"]
+    assert scores["pope_fixture"]["pope_accuracy,none"] == 0.5 and scores["pope_fixture"]["n_failed,none"] == 1
+    assert scores["ocrbench_fixture"]["ocrbench_accuracy,none"] == 0.002
+    assert scores["ocrbench_fixture"]["n_failed,none"] == 1
+    failed = next(s for s in t2i["samples"]["pope_fixture"] if s["doc_id"] == 3)
+    assert failed["pope_accuracy"] == {"score": None, "status": "failed", "reason": "refused"}
+    assert scores["mme_fixture"] == without["results"]["mme_fixture"]
+    assert t2i["samples"]["mme_fixture"] == without["samples"]["mme_fixture"]
+
+    assert set(t2i["during"]) == {hook.target for hook in TABLE if hook.when != "start-up"}
+    assert set(t2i["hooks"]) == {hook.target for hook in TABLE if hook.when == "import"}
+    inside, after = t2i["logged"][0], t2i["logged"][-1]
+    assert inside.startswith("Attempt 4/5 failed") and SECRET not in inside and "***" in inside
+    assert SECRET in after  # the patcher is gone with the run
+    assert not any("cannot leave out" in line for line in without["logged"])

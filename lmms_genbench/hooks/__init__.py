@@ -10,17 +10,15 @@ what :func:`changed` finds in place at run time. The code: :mod:`.startup` (befo
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from collections import namedtuple
 
 __all__ = ["TABLE", "Hook", "changed"]
 
-
-@dataclass(frozen=True)
-class Hook:
-    target: str  #: what is changed, as lmms-eval's module path names it
-    when: str  #: "start-up", "import" (lasts for the process) or "run" (one of our runs, then undone)
-    scope: str  #: for which models or tasks it acts
-    why: str
+# a namedtuple, not a dataclass: the start-up line imports this package in every process
+#: target: what is changed, as lmms-eval's module path names it; when: "start-up", "import"
+#: (lasts for the process) or "run" (one of our runs, then undone); scope: for which models or
+#: tasks it acts; why
+Hook = namedtuple("Hook", "target when scope why")
 
 
 TABLE = (
@@ -45,7 +43,8 @@ TABLE = (
          "lmms-eval pairs --baseline runs on each sample's score, known only once our chains are scored"),
     Hook("loguru.logger patcher", "run", "runs of --model cycle, t2i, chef",
          "an endpoint may echo an API key in an error body that lmms-eval logs"),
-    Hook("torch.set_num_threads", "run", "--model cycle with a smoke preset, OMP_NUM_THREADS unset",
+    Hook("torch.set_num_threads", "run",
+         "our model types built by a smoke preset (cycle's preset=smoke), OMP_NUM_THREADS unset",
          "tiny random-weight networks only contend for extra threads"),
 )
 

@@ -125,7 +125,15 @@ def _wrap_aggregation(run: Run):
         def calculate_aggregate_metric(self, *args, **kwargs):
             t2i = _CURRENT is not None and _CURRENT.model == "t2i"
             held = host_failures.set_aside(self) if t2i else None
-            out = original(self, *args, **kwargs)
+            try:
+                out = original(self, *args, **kwargs)
+            except Exception as exc:
+                if held is None or not held.before:
+                    raise
+                host_failures.put_back(held)  # the task's own numbers, as without us
+                _warn(f"{getattr(self, 'task_name', 'a task')} cannot leave out the docs t2i could not draw "
+                      f"({type(exc).__name__}: {exc}); they are scored as the task scores them")
+                out = original(self, *args, **kwargs)
             if held is not None:
                 host_failures.report(self, held)
             if _CURRENT is not None and is_our_task(getattr(self, "task", None)):
@@ -138,6 +146,12 @@ def _wrap_aggregation(run: Run):
         return None
     run.changed.append("lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric")
     return lambda: unwrap_method(TaskOutput, "calculate_aggregate_metric")
+
+
+def _warn(line: str) -> None:
+    from loguru import logger
+
+    logger.warning(f"lmms-genbench: {line}")
 
 
 def _mask_secrets(run: Run):

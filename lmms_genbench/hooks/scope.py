@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 __all__ = ["MODEL_CLASSES", "MODEL_TYPES", "PACKAGE", "TASKS_DIR", "is_our_task", "model_type", "our_tasks"]
 
@@ -33,7 +32,7 @@ _TASK_FUNCTIONS = ("process_results", "doc_to_text", "doc_to_visual", "doc_to_ta
 _ours_by_file: dict[str, bool] = {}
 
 
-def model_type(lm: Any) -> str | None:
+def model_type(lm: object) -> str | None:
     """``"cycle"``, ``"t2i"`` or ``"chef"`` when ``lm`` is (a subclass of) one of ours, else None."""
     for cls in type(lm).__mro__:
         name = _BY_CLASS.get(f"{cls.__module__}:{cls.__qualname__}")
@@ -42,7 +41,7 @@ def model_type(lm: Any) -> str | None:
     return None
 
 
-def _defined_here(obj: Any) -> bool:
+def _defined_here(obj: object) -> bool:
     code = getattr(obj, "__code__", None) or getattr(getattr(obj, "__func__", None), "__code__", None)
     if code is None:
         return False
@@ -52,7 +51,7 @@ def _defined_here(obj: Any) -> bool:
     return _ours_by_file[where]
 
 
-def is_our_task(task: Any) -> bool:
+def is_our_task(task: object) -> bool:
     """True when ``task`` (an lmms-eval task object) comes from one of our task folders."""
     if type(task).__module__.startswith(PACKAGE + "."):
         return True
@@ -60,7 +59,7 @@ def is_our_task(task: Any) -> bool:
     return any(_defined_here(getattr(config, name, None)) for name in _TASK_FUNCTIONS)
 
 
-def our_tasks(task_dict: Any) -> list[str]:
+def our_tasks(task_dict: object) -> list[str]:
     """The names of our tasks in lmms-eval's (nested) task dictionary."""
     found = []
     for name, value in (task_dict.items() if isinstance(task_dict, Mapping) else ()):
