@@ -61,7 +61,12 @@ class _Recorder:
         return getattr(self.pipe, name)
 
 
-@pytest.mark.parametrize("family", sorted(SETTINGS))
+#: in the default run (the rest with --e2e)
+QUICK = ("sd3", "flux", "sana")
+
+
+@pytest.mark.parametrize("family", [f if f in QUICK else pytest.param(f, marks=pytest.mark.integration)
+                                    for f in sorted(SETTINGS)])
 def test_a_setting_from_the_model_args_reaches_the_pipeline_and_the_key(family, tmp_path):
     name, given, value = SETTINGS[family]
     plain = _cycle(_model_args(family), tmp_path)

@@ -238,3 +238,35 @@ def test_resolution_binning_is_known_and_can_be_switched_off():
         off = rules.check_call_settings(cls, {"use_resolution_binning": "false"})
         assert off == {"use_resolution_binning": False} and not rules.uses_resolution_binning(cls, off)
     assert not rules.uses_resolution_binning(diffusers.StableDiffusion3Pipeline, {})
+
+
+# ---------------------------------------------------------------- offload
+def test_offload_is_refused_on_the_cpu_and_calls_diffusers_offload_otherwise(monkeypatch):
+    import diffusers
+
+    from lmms_genbench.generators import diffusers_backend
+
+    with pytest.raises(ValueError, match="offload: model moves weights between the CPU and an accelerator"):
+        DiffusersGenerator(pretrained="org/x", device="cpu", offload="model")
+    with pytest.raises(ValueError, match="offload: expected one of"):
+        DiffusersGenerator(pretrained="org/x", device="cpu", offload="disk")
+
+    class Loaded:
+        def __init__(self):
+            self.calls = []
+
+        def enable_model_cpu_offload(self, device):
+            self.calls.append(("model", device))
+
+        def enable_sequential_cpu_offload(self, device):
+            self.calls.append(("sequential", device))
+
+        def to(self, device):
+            self.calls.append(("to", device))
+            return self
+
+    loaded = Loaded()
+    monkeypatch.setattr(diffusers.AutoPipelineForText2Image, "from_pretrained", lambda *a, **k: loaded)
+    for offload in ("model", "sequential", "none"):
+        diffusers_backend._load_pipeline("org/x", "float16", "cuda:1", offload=offload)
+    assert loaded.calls == [("model", "cuda:1"), ("sequential", "cuda:1"), ("to", "cuda:1")]
