@@ -66,8 +66,20 @@ def test_a_shard_job_computes_only_its_chains_and_answers_the_others_as_shard_fa
         model = _model(tmp_path)
         model.shard = (i, 2)
         model.task_dict = {"sdp": {"test": docs}}
-        chains = [Chain.from_json(r) for r in model.generate_until([_request(d, dict(gen_kwargs)) for d in range(8)])]
+        from lmms_genbench.models import cycle as cycle_module
+
+        logged = []
+        real = cycle_module.eval_logger
+        cycle_module.eval_logger = type("Log", (), {"info": staticmethod(logged.append),
+                                                     "warning": staticmethod(real.warning)})
+        try:
+            chains = [Chain.from_json(r) for r in model.generate_until([_request(d, dict(gen_kwargs)) for d in range(8)])]
+        finally:
+            cycle_module.eval_logger = real
         mine = [c for c in chains if c.ok]
+        # the log line counts the other shards' docs as failed, as the results file's n_failed does
+        (line,) = [m for m in logged if m.startswith("cycle sdp (rank")]
+        assert f"repaired, {8 - len(mine)} failed ({8 - len(mine)}x in other jobs' shards (shard= {i}/2))" in line
         assert {c.chain_id for c in mine} == {d["chain_id"] for d in docs if in_shard(d["chain_id"], (i, 2))}
         assert model.last_stats.chains == len(mine)  # the engine never saw the others
         for other in (c for c in chains if not c.ok):
@@ -77,6 +89,7 @@ def test_a_shard_job_computes_only_its_chains_and_answers_the_others_as_shard_fa
         answered[i] = {c.chain_id for c in mine}
         record = json.loads((tmp_path.glob("*/*/*/runs.jsonl").__next__()).read_text().splitlines()[-1])
         assert record["shard"] == f"{i}/2" and record["chains"] == len(mine) and record["failed"] == 0
+        assert record["outside_shard"] == 8 - len(mine)
     assert answered[0].isdisjoint(answered[1]) and answered[0] | answered[1] == {d["chain_id"] for d in docs}
     # a run without shard over the same store computes nothing
     model = _model(tmp_path)

@@ -8,6 +8,7 @@ handlers, so ``--help`` is fast.
 
 Usage::
 
+    lmms-genbench check --model M --model_args ARGS --tasks T [any other lmms-eval argument]
     lmms-genbench plot RESULTS [RESULTS ...] [--out DIR] [--label NAME ...]
     lmms-genbench sdp resample --seed N [--per-source 200] --out pairs.jsonl
     lmms-genbench sdp fetch-geneval [--out FILE]
@@ -42,7 +43,7 @@ __all__ = ["COMMANDS", "EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "build_parser", "ma
 
 
 #: every ``lmms-genbench`` command, in ``--help`` order: each is a module of this package
-COMMANDS = ("plot", "sdp", "autobench", "chef", "report", "compare", "ranks", "store")
+COMMANDS = ("check", "plot", "sdp", "autobench", "chef", "report", "compare", "ranks", "store")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,7 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(None if argv is None else list(argv))
+        # check takes a whole lmms-eval command line: the arguments it does not read are ignored
+        args, extra = parser.parse_known_args(None if argv is None else list(argv))
+        if extra and getattr(args, "extra", None) is None:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help (0) and usage errors (2) stay an exit code
         return int(exc.code or 0)
     prog = " ".join(["lmms-genbench", *(a for a in (args.command, *_actions(args)) if a)])

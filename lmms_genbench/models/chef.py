@@ -50,7 +50,7 @@ from typing import Any
 
 from lmms_eval.api.model import lmms
 
-from .. import host
+from .. import host, preflight
 from ..core.model_args import optional_int, split_prefixed
 from .cycle_args import OFFLINE_HINT, smoke_describer_args
 
@@ -170,6 +170,8 @@ class ChefModel(lmms):
             raise ValueError(f"model_args ll_returns must be one of {LL_RETURNS}, got {ll_returns!r}")
         if ppl not in ("auto", "lmms", "hf"):
             raise ValueError(f"model_args ppl must be auto, lmms or hf, got {ppl!r}")
+        # what the run needs (the inner model's and judge's weights, devices, keys, datasets), before they load
+        preflight.at_start("chef", {"inner": inner, "preset": preset, "judge": judge, **kwargs})
         self.ll_returns = ll_returns
         self.cot_max_new_tokens = optional_int("cot_max_new_tokens", cot_max_new_tokens) or 256
         self.answer_max_new_tokens = optional_int("answer_max_new_tokens", answer_max_new_tokens) or 32

@@ -28,7 +28,7 @@ from typing import Any
 from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows at --verbosity INFO
 
-from .. import host
+from .. import host, preflight
 from ..engine import (ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine, LazyDescriber,
                       LmmsDescriber)
 from ..generators import (GeneratorConfigError, LazyGenerator, LazyUnified, build_generator_or_explain,
@@ -269,6 +269,10 @@ class CycleModel(lmms):
                                 describer_batch=describer_batch, stop_after_hop=stop_after_hop, shard=shard,
                                 prefixed=kwargs)
         self.shard = args.shard
+        # what the run needs (ids, datasets, devices, keys, store, settings), before any weight loads
+        preflight.at_start("cycle", {"describer": describer, "generator": generator, "unified": unified, "preset": preset,
+                                     "artifacts": artifacts, "describer_batch": describer_batch,
+                                     "stop_after_hop": stop_after_hop, "shard": shard, **kwargs})
 
         from accelerate import Accelerator
 
@@ -298,7 +302,12 @@ class CycleModel(lmms):
 
     @functools.lru_cache(maxsize=64)
     def _spec(self, context: str, gen_kwargs_json: str, direction: str | None) -> ChainSpec:
-        spec = ChainSpec.from_request(context, json.loads(gen_kwargs_json), direction)
+        gen_kwargs = json.loads(gen_kwargs_json)
+        if self.scorer_preset and "max_new_tokens" in gen_kwargs:
+            # random-weight describers: the paper's 512 tokens of noise prove no more than the smoke
+            # task's few and take 15x longer (a folder task's first run); the store keys the cap
+            gen_kwargs["max_new_tokens"] = min(int(gen_kwargs["max_new_tokens"]), _smoke_max_new_tokens())
+        spec = ChainSpec.from_request(context, gen_kwargs, direction)
         if self.scorer_preset and "preset" not in spec.scorer:
             spec = dataclasses.replace(spec, scorer={"preset": self.scorer_preset, **spec.scorer})
         return spec
@@ -341,6 +350,7 @@ class CycleModel(lmms):
 
         # one engine run per direction, so describing and drawing can overlap in each
         by_index: dict[int, Any] = {}
+        outside = Counter(jobs[i].location.directory.parent for i in skipped)  # other jobs' docs, by namespace
         for direction in sorted({job.spec.direction for job in jobs}):
             picked = [i for i, job in enumerate(jobs) if job.spec.direction == direction and i not in skipped]
             outcomes, stats = self.engine.run([jobs[i] for i in picked])
@@ -350,15 +360,18 @@ class CycleModel(lmms):
             for namespace, (task, spec) in namespaces.items():
                 if spec.direction == direction:
                     mine = [o for o in outcomes if o.location.directory.parent == namespace]
-                    self._record_run(namespace, task, mine, stats)
+                    self._record_run(namespace, task, mine, stats, outside.get(namespace, 0))
         return [skipped[i] if i in skipped else by_index[i].to_chain(tasks[i]).to_json() for i in range(len(jobs))]
 
-    def _record_run(self, namespace, task: str, outcomes, stats) -> None:
+    def _record_run(self, namespace, task: str, outcomes, stats, outside: int = 0) -> None:
         """One task's part of this run: a line in the store's ``runs.jsonl`` of its namespace and
         one at INFO through the host's logger. ``run`` holds the engine run's own figures, which
-        tasks of the same direction share (their chains went through the same batches)."""
+        tasks of the same direction share (their chains went through the same batches).
+        ``outside``: docs of other shards, answered as failed chains: the results file counts them
+        in n_failed, so the line counts them too."""
         unique = list({str(o.location.directory): o for o in outcomes}.values())
         reasons = Counter(_reason(o.failure) for o in unique if o.failure is not None)
+
         entry = {
             "rank": self._rank,
             "task": task,
@@ -369,16 +382,19 @@ class CycleModel(lmms):
             "generate_items": sum(o.drawn for o in unique),
             "chains_repaired": sum(1 for o in unique if o.repaired),
             "failed": sum(reasons.values()),
+            **({"outside_shard": outside} if outside else {}),
             "failures": dict(reasons.most_common(5)),
             "run": stats.to_dict(),
             **({"shard": "/".join(map(str, self.shard))} if self.shard else {}),
         }
         _write_or_explain(self.store.append_jsonl, namespace / "runs.jsonl", entry)
         top = "; ".join(f"{n}x {r}" for r, n in reasons.most_common(3))
+        if outside:  # the results file's n_failed counts these docs: so does the line
+            top = "; ".join(filter(None, [top, f"{outside}x in other jobs' shards (shard= {entry['shard']})"]))
         eval_logger.info(
             f"cycle {task} (rank {self._rank}): {entry['chains']} chains, {entry['hops_reused']} hops reused, "
-            f"{entry['hops_computed']} computed, {entry['chains_repaired']} repaired, {entry['failed']} failed"
-            + (f" ({top})" if top else "")
+            f"{entry['hops_computed']} computed, {entry['chains_repaired']} repaired, "
+            f"{entry['failed'] + outside} failed" + (f" ({top})" if top else "")
         )
 
     def loglikelihood(self, requests):
@@ -386,6 +402,17 @@ class CycleModel(lmms):
 
     def generate_until_multi_round(self, requests):
         raise NotImplementedError("the cycle model does not support multi-round generation")
+
+
+@functools.lru_cache(maxsize=1)
+def _smoke_max_new_tokens() -> int:
+    """The smoke task's describer budget, read from its YAML (the one place that states it)."""
+    from pathlib import Path
+
+    from lmms_eval.utils import load_yaml_config
+
+    path = Path(__file__).resolve().parent.parent / "tasks" / "mmeception" / "mmeception_smoke.yaml"
+    return int(load_yaml_config(str(path), mode="simple")["generation_kwargs"]["max_new_tokens"])
 
 
 def _outside_shard(key: str, spec: ChainSpec, location, task: str, shard: tuple[int, int]) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows by default
 
+from .. import preflight
 from ..engine.cycle import chunked
 from ..core.errors import ActionableError, from_exception, model_arg_error
 from ..core.keys import atomic_write
@@ -74,6 +75,8 @@ class TextToImageModel(lmms):
         # absolute: tasks open the returned paths from whatever directory they run in
         self.output_dir = (Path(output_dir).expanduser() if output_dir else ArtifactStore().root / "t2i").resolve()
         self.generator_label = str(generator)
+        # what the run needs (the generator's weights and settings, devices, datasets), before it loads
+        preflight.at_start("t2i", {"generator": generator, "output_dir": output_dir, **kwargs})
         # the same one line as --model cycle's generator
         self.generator = build_generator_or_explain(
             self.generator_label, grouped["generator"], _OFFLINE if self.generator_label != "smoke" else "")

@@ -54,10 +54,18 @@ def folder_docs(dataset):
 
     import datasets
 
+    from lmms_genbench.core.errors import ActionableError
+
+    # one line and exit 1 (an exception here is retried, printed and exits 0 in lmms-eval)
+    fix = f"set {FOLDER_ENV} to a folder that holds .jpg/.png images (sub-folders become categories)"
     root = os.environ.get(FOLDER_ENV)
     if not root:
-        raise ValueError(f"mmeception_folder needs the environment variable {FOLDER_ENV} set to a folder of images")
-    return datasets.Dataset.from_list(folder_records(root))
+        raise ActionableError(f"task mmeception_folder reads the folder that {FOLDER_ENV} names, and it is not set", fix)
+    try:
+        records = folder_records(root)
+    except (OSError, ValueError) as exc:
+        raise ActionableError(f"task mmeception_folder: {exc}", fix) from None
+    return datasets.Dataset.from_list(records)
 
 
 def process_results(doc, results):

@@ -1,0 +1,162 @@
+"""Preflight: everything a run needs, checked in seconds before any weight loads.
+
+:func:`check_run` takes what ``lmms-eval`` is given (``--model``, ``--model_args``, ``--tasks``,
+``--output_path``) and returns every problem at once: model ids that do not resolve at their
+revision (or local folders that are not there), files a role reads that its repository lacks,
+the Hub unreachable (one line naming the endpoint and the offline switch), datasets missing
+or gated for this token, CUDA asked for and absent, API keys unset, a store that cannot be
+written, and ``describer.*``/``generator.*`` settings the classes refuse (their planners, no
+weights). ``lmms-genbench check`` prints them; :func:`at_start` ends a run with them (exit 1)
+at the start of every ``--model cycle``, ``t2i`` and ``chef`` run, unless
+``LMMS_GENBENCH_PREFLIGHT=0``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .problems import Problem, as_error, format_problems
+
+__all__ = ["PREFLIGHT_ENV", "Problem", "as_error", "at_start", "check_run", "format_problems", "tasks_from_argv"]
+
+#: "0" turns the check at the start of a run off (``lmms-genbench check`` always runs it)
+PREFLIGHT_ENV = "LMMS_GENBENCH_PREFLIGHT"
+
+
+def check_run(model: str, model_args: dict[str, Any], tasks: Sequence[str], output_path: str | None = None,
+              processes: int = 1) -> list[Problem]:
+    """Every problem of the run ``lmms-eval --model model --model_args ... --tasks ...`` (see the
+    module docstring), the Hub's collapsed into one line; empty when it may start."""
+    from .hub import HubProbe, collapse
+    from .roles import (
+        device_problem,
+        key_problems,
+        roles_of,
+        setting_problems,
+        weights_of,
+    )
+    from .tasks import folder_problem, hub_datasets
+
+    roles, problems, top = roles_of(model, model_args)
+    cuda = _cuda_devices()
+    probes: list[HubProbe] = []  # made at the first Hub id: a run that needs none never asks
+
+    def weights_problem(role) -> Problem | None:
+        weights = weights_of(role)
+        if weights is None:
+            return None
+        what, value, revision, needed = weights
+        if _looks_local(value):
+            if Path(value).expanduser().is_dir():
+                return None
+            from ..core.errors import (
+                load_failure,  # the same line as a load that fails on it
+            )
+
+            line = load_failure(FileNotFoundError(value), role.kind, role.name, role.args, role.prefix)
+            return Problem(line.cause, line.fix)
+        probes[:] = probes or [HubProbe()]
+        return probes[0].model(what, value, revision, needed)
+
+    for role in roles:
+        # a generator's settings are read from its weights' config: only once those are found;
+        # a describer's class defaults (which weights, which device) come from its settings check
+        found = weights_problem(role) if role.kind != "describer" else None
+        problems += [found] if found else setting_problems(role, cuda > 0)
+        if role.kind == "describer":
+            found = weights_problem(role)
+            problems += [found] if found else []
+    device = device_problem(roles, cuda, processes)
+    problems += [device] if device else []
+    problems += key_problems(roles)
+    datasets = hub_datasets(list(tasks))
+    for dataset in datasets:
+        probes[:] = probes or [HubProbe()]
+        found = probes[0].dataset(dataset.task, dataset.path, dataset.config, dataset.revision)
+        problems += [found] if found else []
+    folder = folder_problem(list(tasks))
+    problems += [folder] if folder else []
+    problems += _store_problems(model, top, output_path)
+    return collapse(problems, probes[0] if probes else None)
+
+
+def _cuda_devices() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _looks_local(value: str) -> bool:
+    """A folder rather than a Hub id: it exists, or it is written as a path (a Hub id is org/name)."""
+    return (os.path.exists(os.path.expanduser(value)) or value.startswith(("/", ".", "~"))
+            or value.count("/") != 1 or os.sep != "/" and os.sep in value)
+
+
+def _store_problems(model: str, top: dict[str, Any], output_path: str | None) -> list[Problem]:
+    """Folders the run writes: the artifact store (cycle), the image folder (t2i), --output_path."""
+    folders = []
+    if model == "cycle":
+        from ..engine.store import default_root
+
+        folders.append(("the artifact store", Path(str(top.get("artifacts") or default_root())).expanduser(),
+                        "pass --model_args artifacts=<a writable folder> (or set LMMS_GENBENCH_ARTIFACTS)"))
+    if model == "t2i" and top.get("output_dir"):
+        folders.append(("--model t2i's output_dir", Path(str(top["output_dir"])).expanduser(),
+                        "pass --model_args output_dir=<a writable folder>"))
+    if output_path:
+        folders.append(("--output_path", Path(output_path).expanduser(), "give --output_path <a writable folder>"))
+    problems = []
+    for what, folder, fix in folders:
+        reason = _unwritable(folder)
+        if reason:
+            problems.append(Problem(f"{what} {folder} cannot be written ({reason})", fix))
+    return problems
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why nothing can be written in ``folder`` (its nearest existing parent when it is not there
+    yet: the run creates it), or None. Writes and removes one small file."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a folder"
+    try:
+        with tempfile.NamedTemporaryFile(dir=probe, prefix=".lmms-genbench-check-"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def tasks_from_argv(argv: Sequence[str] | None = None) -> tuple[list[str], str | None, int]:
+    """``--tasks`` and ``--output_path`` of the lmms-eval command this process runs (none when
+    it is not one), and 1: each process of a launch checks the device it gets."""
+    argv = list(sys.argv if argv is None else argv)
+    if "--model" not in argv and not any(a.startswith("--model=") for a in argv):
+        return [], None, 1
+    values: dict[str, str] = {}
+    for i, arg in enumerate(argv):
+        for name in ("--tasks", "--output_path"):
+            if arg == name and i + 1 < len(argv):
+                values[name] = argv[i + 1]
+            elif arg.startswith(name + "="):
+                values[name] = arg.split("=", 1)[1]
+    tasks = [t.strip() for t in values.get("--tasks", "").split(",") if t.strip()]
+    return tasks, values.get("--output_path"), 1  # a launched process checks its own device
+
+
+def at_start(model: str, model_args: dict[str, Any]) -> None:
+    """The preflight of a run starting now (called by the model types' constructors): every
+    problem at once, then exit 1 (:func:`as_error`)."""
+    if os.environ.get(PREFLIGHT_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return
+    tasks, output_path, processes = tasks_from_argv()
+    problems = check_run(model, {k: v for k, v in model_args.items() if v is not None}, tasks, output_path, processes)
+    if problems:
+        raise as_error(problems)

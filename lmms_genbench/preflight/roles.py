@@ -1,0 +1,195 @@
+"""The models a run names, read from ``--model`` and ``--model_args`` as the model types read
+them (``cycle``'s own parser, ``t2i``'s and ``chef``'s prefixes), and what each needs that can be
+checked without its weights: its settings (the generators' planners; an lmms-eval class's
+constructor), its device, its API key, and where its weights come from."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import WEIGHT_ARGS, ActionableError, describe
+from .problems import Problem
+
+__all__ = ["API_KEYS", "Role", "device_problem", "key_problems", "roles_of", "setting_problems", "weights_of"]
+
+#: lmms-eval API describers and the variable holding their key (their classes read these)
+API_KEYS = {"openai": "OPENAI_API_KEY", "gpt4v": "OPENAI_API_KEY", "claude": "ANTHROPIC_API_KEY",
+            "gemini_api": "GOOGLE_API_KEY", "reka": "REKA_API_KEY"}
+
+
+@dataclass
+class Role:
+    """One model of a run: ``kind`` describer (any lmms-eval model), generator or unified."""
+
+    kind: str
+    name: str
+    args: dict[str, Any]
+    prefix: str
+    defaults: dict[str, Any] = field(default_factory=dict)  # the class's own defaults, when known
+
+
+def roles_of(model: str, model_args: dict[str, Any]) -> tuple[list[Role], list[Problem], dict[str, Any]]:
+    """The roles of ``--model model --model_args ...``, the problems of the arguments
+    themselves, and the run's top-level model arguments (``artifacts``, ``output_dir``)."""
+    from ..core.model_args import split_prefixed
+
+    if model == "cycle":
+        from ..models.cycle_args import parse_model_args
+
+        top = {k: v for k, v in model_args.items() if "." not in k}
+        known = ("describer", "generator", "unified", "preset", "describer_batch", "stop_after_hop", "shard")
+        try:
+            args = parse_model_args(**{k: top.get(k) for k in known if k != "describer_batch"},
+                                    describer_batch=top.get("describer_batch", 16),
+                                    prefixed={k: v for k, v in model_args.items() if "." in k or k not in
+                                              (*known, "artifacts", "batch_size", "max_batch_size", "device")})
+        except ActionableError as exc:
+            return [], [Problem(exc.cause, exc.fix)], top
+        if args.unified:
+            return [Role("unified", args.unified, args.unified_args, "unified.")], [], top
+        return [Role("describer", args.describer, args.describer_args, "describer."),
+                Role("generator", args.generator, args.generator_args, "generator.")], [], top
+    if model == "t2i":
+        grouped, _unknown = split_prefixed({k: v for k, v in model_args.items() if "." in k}, ("generator",))
+        top = {k: v for k, v in model_args.items() if "." not in k}
+        return [Role("generator", str(top.get("generator", "smoke")), grouped["generator"], "generator.")], [], top
+    if model == "chef":
+        from ..models.cycle_args import smoke_describer_args
+
+        grouped, _unknown = split_prefixed({k: v for k, v in model_args.items() if "." in k}, ("inner", "judge"))
+        top = {k: v for k, v in model_args.items() if "." not in k}
+        inner, inner_args = top.get("inner"), grouped["inner"]
+        if top.get("preset") == "smoke":
+            inner = inner or "llava_hf"
+            if inner == "llava_hf":
+                inner_args = {**smoke_describer_args(), **inner_args}
+        roles = [Role("describer", str(inner), inner_args, "inner.")] if inner else []
+        if top.get("judge") not in (None, "", "inner"):
+            roles.append(Role("describer", str(top["judge"]), grouped["judge"], "judge."))
+        return roles, [], top
+    # another lmms-eval model type: its own arguments, unprefixed
+    return [Role("describer", model, dict(model_args), "")], [], {}
+
+
+def setting_problems(role: Role, cuda: bool) -> list[Problem]:
+    """Every ``<prefix><arg>`` the role's class refuses, read without weights: a generator's or
+    unified model's planner (devices set aside: :func:`device_problem` tells those), an
+    lmms-eval class's constructor signature."""
+    if role.kind == "describer":
+        return _describer_settings(role)
+    args = dict(role.args)
+    if not cuda:  # checked once, for every role, by device_problem
+        args = {k: ("cpu" if k in ("device", "device_map") and str(v).startswith("cuda") else v) for k, v in args.items()}
+        if role.kind == "unified" or role.name == "diffusers":  # their default device is cuda
+            args.setdefault("device", "cpu")
+    try:
+        if role.kind == "unified":
+            from ..generators.unified import plan_unified
+
+            plan = plan_unified(role.name, args)
+        else:
+            from ..generators import plan_generator
+
+            plan = plan_generator(role.name, args)
+            if plan is None and role.name == "openai":
+                from ..generators import build_generator
+
+                build_generator(role.name, **args)  # no weights: an HTTP client, and its key checked
+    except Exception as exc:  # noqa: BLE001 - whatever the planner refuses is a problem to list
+        from ..generators import explain_generator_failure
+
+        line = explain_generator_failure(exc, role.name, role.args) if role.kind == "generator" else None
+        if line is not None:
+            return [Problem(line.cause, line.fix)]
+        return [Problem(f"the {role.kind} {role.name} refuses its arguments ({describe(exc)})",
+                        f"change the {role.prefix}<arg> values it names")]
+    del plan
+    return []
+
+
+def _describer_settings(role: Role) -> list[Problem]:
+    from .. import host
+
+    try:
+        cls = host.model_class(role.name, role=role.kind if not role.prefix else role.prefix.rstrip("."))
+    except ActionableError as exc:
+        return [Problem(exc.cause, exc.fix)]
+    signature = inspect.signature(cls.__init__)
+    role.defaults = {n: p.default for n, p in signature.parameters.items() if p.default is not inspect.Parameter.empty}
+    named = [n for n in signature.parameters if n not in ("self", "args", "kwargs")]
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    if takes_any and not _refuses_extra(cls):
+        return []  # extra keywords go through to an engine (vllm): the class itself decides
+    unknown = sorted(set(role.args) - set(named))
+    if not unknown:
+        return []
+    return [Problem(f"{role.prefix}{unknown[0]}" + (f" (and {', '.join(role.prefix + u for u in unknown[1:])})"
+                                                      if unknown[1:] else "")
+                    + f" is not an argument of lmms-eval's {role.name} class (it takes {', '.join(named)})",
+                    f"remove it, or spell it as the class does ({role.prefix}<one of those>)")]
+
+
+def _refuses_extra(cls: type) -> bool:
+    """Whether the class's constructor refuses keywords it does not name (most lmms-eval classes
+    assert ``kwargs == {}``): read from its source, the only place that says so."""
+    try:
+        source = inspect.getsource(cls.__init__)
+    except (OSError, TypeError):
+        return False
+    return "kwargs == {}" in source.replace(" ", "").replace("kwargs=={}", "kwargs == {}") or "Unexpected kwargs" in source
+
+
+def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> Problem | None:
+    """One problem for every role that asks for CUDA on a machine with fewer GPUs than asked."""
+    asking = []
+    for role in roles:
+        for key in ("device", "device_map"):
+            value = role.args.get(key, role.defaults.get(key) if role.kind == "describer" else None)
+            if key == "device" and value is None and role.kind != "describer" and role.name in ("diffusers", "janus"):
+                value = "cuda"  # these backends' default
+            if isinstance(value, str) and value.startswith("cuda"):
+                given = key in role.args
+                asking.append(f"{role.prefix}{key}={value}" + ("" if given else " (its default)"))
+                break
+    if not asking:
+        return None
+    if cuda_devices == 0:
+        cpu = ", ".join(f"{a.split('=')[0]}=cpu" for a in asking)
+        return Problem(f"CUDA is asked for ({', '.join(asking)}) but this machine has no CUDA device "
+                       "(torch.cuda.is_available() is False)",
+                       f"run on a machine with a CUDA GPU, or on the CPU with {cpu} (slow for real models)")
+    if processes > cuda_devices:
+        return Problem(f"{processes} processes with CUDA are asked for but this machine has {cuda_devices} GPU(s)",
+                       f"launch at most {cuda_devices} processes (accelerate launch --num_processes {cuda_devices})")
+    return None
+
+
+def key_problems(roles: list[Role]) -> list[Problem]:
+    """API describers whose key variable is unset (the openai generator's planner checks its own)."""
+    problems = []
+    for role in roles:
+        variable = API_KEYS.get(role.name)
+        if role.kind == "describer" and variable and not role.args.get("api_key") and not os.environ.get(variable):
+            problems.append(Problem(f"the {role.prefix.rstrip('.') or 'model'} {role.name} calls an API and "
+                                    f"{variable} is not set", f"export {variable}=<your API key>"))
+    return problems
+
+
+def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:
+    """``(what, value, revision, needed file)`` of the weights a role loads from a folder or the
+    Hub; None for an API model or a backend without weights."""
+    if role.name in API_KEYS or role.name in ("openai", "smoke") or role.name.startswith("lmms:"):
+        return None
+    for key in WEIGHT_ARGS:
+        value = role.args.get(key)
+        default = False
+        if value in (None, "") and role.kind == "describer":
+            value, default = role.defaults.get(key), True
+        if isinstance(value, str) and value:
+            needed = "model_index.json" if role.kind == "generator" else "config.json"
+            what = f"{role.prefix}{key}={value}" + (" (the class default)" if default else "")
+            return what, value, role.args.get("revision") or None, needed
+    return None

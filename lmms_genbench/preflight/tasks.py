@@ -1,0 +1,95 @@
+"""What the named tasks read before their first doc: the Hub datasets of our task YAMLs
+(``dataset_path`` and ``dataset_name``, plus the sources a task joins in), and the image folder
+of ``mmeception_folder``. Tasks that are not ours are lmms-eval's to load: not checked here."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .problems import Problem
+
+__all__ = ["HubDataset", "folder_problem", "hub_datasets", "unknown_tasks"]
+
+TASKS = Path(__file__).resolve().parent.parent / "tasks"
+#: image-folder variable of the folder task (tasks/mmeception/utils.py reads it)
+FOLDER_ENV = "MMECEPTION_IMAGE_DIR"
+
+
+@dataclass(frozen=True)
+class HubDataset:
+    task: str
+    path: str
+    config: str | None
+    revision: str | None
+
+
+@functools.lru_cache(maxsize=1)
+def _configs() -> dict[str, dict]:
+    """Our tasks' YAMLs by task name, ``include:`` resolved; loaded as text (no ``!function``)."""
+    from lmms_eval.utils import load_yaml_config
+
+    found = {}
+    for path in sorted(TASKS.glob("*/*.yaml")):
+        if path.name.startswith("_"):
+            continue
+        try:
+            config = load_yaml_config(str(path), mode="simple")
+        except Exception:  # noqa: BLE001, S112 - a YAML that does not read is lmms-eval's to report
+            continue
+        if isinstance(config.get("task"), str):
+            found[config["task"]] = config
+    return found
+
+
+def _joined(task: str) -> list[tuple[str, str | None, str | None]]:
+    """Sources a task's ``process_docs`` joins in (the Semantic Drift pairs' images and captions)."""
+    if task != "sdp_nocaps":
+        return []
+    from ..data.sdp import SOURCES
+
+    return [(source.table.copies[0].path, None, source.table.copies[0].revision) for source in SOURCES.values()]
+
+
+def hub_datasets(tasks: list[str]) -> list[HubDataset]:
+    """The Hub datasets ``tasks`` read, each once."""
+    seen, found = set(), []
+    for task in tasks:
+        config = _configs().get(task)
+        if config is None:
+            continue
+        path = config.get("dataset_path")
+        kwargs = config.get("dataset_kwargs") or {}
+        entries = []
+        if isinstance(path, str) and path.count("/") == 1 and not (TASKS / path).exists():
+            entries.append((path, config.get("dataset_name"), kwargs.get("revision")))
+        for entry in [*entries, *_joined(task)]:
+            if entry[:2] not in seen:
+                seen.add(entry[:2])
+                found.append(HubDataset(task, *entry))
+    return found
+
+
+def unknown_tasks(tasks: list[str]) -> list[str]:
+    """The names among ``tasks`` that are not ours (lmms-eval's own tasks, groups)."""
+    return [t for t in tasks if t not in _configs()]
+
+
+def folder_problem(tasks: list[str]) -> Problem | None:
+    """The folder task without a folder of images."""
+    if "mmeception_folder" not in tasks:
+        return None
+    from ..data.photos import folder_records
+
+    root = os.environ.get(FOLDER_ENV)
+    if not root:
+        return Problem(f"task mmeception_folder reads the folder that {FOLDER_ENV} names, and it is not set",
+                       f"set {FOLDER_ENV}=<a folder of images> (sub-folders become categories)")
+    try:
+        folder_records(root)
+    except (OSError, ValueError) as exc:
+        return Problem(f"task mmeception_folder: {exc}",
+                       f"set {FOLDER_ENV} to a folder that holds .jpg/.png images (sub-folders become categories)")
+    return None
