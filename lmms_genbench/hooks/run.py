@@ -7,8 +7,10 @@ calls lmms-eval's ``evaluate`` and does nothing else. Otherwise, for that call o
 
 * ``ConfigurableTask.process_results`` (``--model t2i`` only): a doc the model could not draw
   becomes :class:`~lmms_genbench.host_failures.FailedDoc` values, N/A in the numbers;
-* ``TaskOutput.calculate_aggregate_metric``: those docs set aside and counted (``t2i``), and our
-  tasks' per-doc scores written into the logged samples (:mod:`lmms_genbench.host_scores`);
+* ``TaskOutput.calculate_aggregate_metric``: those docs set aside and counted (``t2i``; a task
+  whose own aggregation fails without them, as MME's pair check does, gets them back as it
+  scored them), and our tasks' per-doc scores written into the logged samples
+  (:mod:`lmms_genbench.host_scores`);
 * a loguru patcher that masks the environment's secrets in every record, lmms-eval's own lines
   included (our model types only);
 * one torch thread for a model built by a smoke preset (tiny networks: extra threads only
@@ -111,6 +113,7 @@ def _wrap_process_results(run: Run):
         return process_results
 
     if not wrap_method(ConfigurableTask, "process_results", hooked):
+        _warn("lmms-eval lacks ConfigurableTask.process_results: docs t2i could not draw are scored as missing images")
         return None
     run.changed.append("lmms_eval.api.task.ConfigurableTask.process_results")
     return lambda: unwrap_method(ConfigurableTask, "process_results")
@@ -143,6 +146,8 @@ def _wrap_aggregation(run: Run):
         return calculate_aggregate_metric
 
     if not wrap_method(TaskOutput, "calculate_aggregate_metric", hooked):
+        _warn("lmms-eval lacks TaskOutput.calculate_aggregate_metric: no per-doc scores for --baseline, "
+              "and docs t2i could not draw are scored as missing images")
         return None
     run.changed.append("lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric")
     return lambda: unwrap_method(TaskOutput, "calculate_aggregate_metric")
