@@ -1,0 +1,63 @@
+"""The headline command as a user types it, through the local test hub (tests/localhub).
+
+``lmms-eval --model cycle --model_args describer=qwen2_5_vl,describer.pretrained=Qwen/...``
+with the real task YAMLs (``mmeception``, ``sdp_nocaps``), their real dataset ids (gated MME,
+nd400 joined with DOCCI's and NoCaps' Parquet exports) and the real scorer networks' ids: every
+``from_pretrained`` and ``load_dataset`` goes through huggingface_hub to ``HF_ENDPOINT``.
+
+TEST SCAFFOLDING: what the hub serves under those ids is tiny random weights and synthetic
+rows, so these runs check the plumbing (ids, revisions, tokens, joins, loading, scoring),
+never the real models' behaviour or scores. What a user adds for a CPU: ``*.device=cpu``,
+small ``generator.width/height``, and ``LMMS_GENBENCH_FID_FEATURES=fid-helper`` (clean-fid's
+Inception downloads from GitHub, not from the hub).
+"""
+
+import pytest
+
+from .lmms_eval_runs import BIN, results_file, run
+
+pytestmark = pytest.mark.integration
+
+HEADLINE_ARGS = (
+    "describer=qwen2_5_vl,describer.pretrained=Qwen/Qwen2.5-VL-7B-Instruct,describer.device=cpu,describer.device_map=cpu,"
+    "generator=diffusers,generator.pretrained=black-forest-labs/FLUX.1-schnell,generator.device=cpu,"
+    "generator.steps=4,generator.guidance=0.0,generator.width=32,generator.height=32,artifacts=./artifacts"
+)
+#: what the run must have fetched from the hub, by path prefix (the front door, no fixture override)
+FETCHED = (
+    "/Qwen/Qwen2.5-VL-7B-Instruct/resolve/",
+    "/black-forest-labs/FLUX.1-schnell/resolve/",
+    "/datasets/lmms-lab-encoder/MME/resolve/",
+    "/datasets/mollahsabbir/nd400/resolve/",
+    "/datasets/google/docci/resolve/",
+    "/datasets/HuggingFaceM4/NoCaps/resolve/",
+    "/google/vit-base-patch16-224-in21k/resolve/",
+    "/openai/clip-vit-base-patch32/resolve/",
+    "/sentence-transformers/all-mpnet-base-v2/resolve/",
+)
+# not fetched: facebook/dino-vitb16 (image->image). sdp_nocaps lists every text-first doc before
+# the image-first ones (utils.both_directions), so --limit 3 draws text-first chains only
+
+
+def test_the_headline_command_through_the_local_hub(local_hub, tmp_path):
+    first = len(local_hub.requests)
+    cmd = [str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", HEADLINE_ARGS,
+           "--tasks", "mmeception,sdp_nocaps", "--limit", "3", "--output_path", "./logs"]
+    proc = run(cmd, tmp_path, timeout=1500, LMMS_GENBENCH_FID_FEATURES="fid-helper",
+               **local_hub.env(hf_home=tmp_path / "hf"))
+    log = (tmp_path / "lmms_eval.log").read_text()
+    assert proc.returncode == 0, log[-3000:]
+    _, results = results_file(tmp_path / "logs")
+    for task in ("mmeception", "sdp_nocaps"):
+        got = results["results"].get(task)
+        assert got is not None, f"{task} has no results: {log[-3000:]}"
+        assert (got["n_scored,none"], got["n_failed,none"]) == (3, 0), (task, got)
+    assert results["results"]["mmeception"]["gc@3,none"] is not None
+    mcd = results["results"]["sdp_nocaps"]
+    assert mcd["mcd_avg,none"] is not None and mcd["mcd_text->text,none"] is not None
+    assert mcd["mcd_image->image,none"] is None  # no image-first chain within --limit 3 (see above)
+    served = [(path, status) for _, path, status in local_hub.requests[first:] if status in (200, 206, 302)]
+    missing = [prefix for prefix in FETCHED if not any(p.startswith(prefix) for p, _ in served)]
+    assert not missing, f"never fetched from the hub: {missing}"
+    # the gated MME was read with the token that accepted its terms, and nothing was refused
+    assert not [r for r in local_hub.requests[first:] if r[2] in (401, 403)]
