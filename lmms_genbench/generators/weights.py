@@ -19,6 +19,7 @@ import logging
 import os
 import struct
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,8 +37,9 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".ms
 SAMPLES, BLOCK = 16, 64 * 1024
 #: a config larger than this is identified like a weight file
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
-#: read size while hashing
+#: read size while hashing, and weight files hashed at once (a checkpoint's shards)
 CHUNK = 8 * 1024 * 1024
+HASH_THREADS = min(4, os.cpu_count() or 1)
 
 _CACHE_LOCK = threading.Lock()
 
@@ -78,15 +80,22 @@ class _HashCache:
             self.entries = {}
         self.changed = False
 
-    def digest(self, path: Path) -> str:
-        key = str(path.resolve())
-        stamp = _stamp(path)
-        entry = self.entries.get(key)
-        if isinstance(entry, list) and entry[:3] == stamp and len(entry) == 4:
+    def cached(self, path: Path) -> str | None:
+        entry = self.entries.get(str(path.resolve()))
+        if isinstance(entry, list) and len(entry) == 4 and entry[:3] == _stamp(path):
             return entry[3]
+        return None
+
+    def digest(self, path: Path) -> str:
+        """``path``'s SHA-256, from the cache or read (thread-safe: hashlib frees the GIL while
+        it hashes, so several files hash at once)."""
+        found = self.cached(path)
+        if found is not None:
+            return found
+        stamp = _stamp(path)
         digest = _sha256(path)
         if _stamp(path) == stamp:  # written to while hashed: not cached
-            self.entries[key] = [*stamp, digest]
+            self.entries[str(path.resolve())] = [*stamp, digest]
             self.changed = True
         return digest
 
@@ -127,10 +136,12 @@ def folder_identity(folder: str) -> str:
     entries = {}
     with _CACHE_LOCK:
         cache = _HashCache(hash_cache_path())
-        for path in _files(root):
-            size = path.stat().st_size
-            digest = _sha256(path) if _is_config(path, size) else cache.digest(path)
-            entries[path.relative_to(root).as_posix()] = {"size": size, "sha256": digest}
+        files = [(path, path.stat().st_size) for path in _files(root)]
+        workers = max(1, min(HASH_THREADS, sum(1 for p, n in files if not _is_config(p, n))))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="genbench-hash") as pool:
+            digests = pool.map(lambda item: _sha256(item[0]) if _is_config(*item) else cache.digest(item[0]), files)
+            for (path, size), digest in zip(files, digests):
+                entries[path.relative_to(root).as_posix()] = {"size": size, "sha256": digest}
         cache.save()
     blob = json.dumps(entries, sort_keys=True).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:16]

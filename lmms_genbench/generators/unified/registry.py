@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from ...core.registry import Registry
@@ -23,6 +24,16 @@ def unified_names() -> list[str]:
     return UNIFIED_MODELS.names()
 
 
+#: ``unified=lmms:<model type>``: one lmms-eval model type in both roles (:mod:`.lmms`)
+LMMS_PREFIX = "lmms:"
+
+
+def _lmms_type(name: Any) -> str | None:
+    if isinstance(name, str) and name.strip().lower().startswith(LMMS_PREFIX):
+        return name.strip()[len(LMMS_PREFIX):]
+    return None
+
+
 def build_unified(name: str, **kwargs: Any) -> UnifiedModel:
     """Build the unified model called ``name`` with its keyword arguments.
 
@@ -31,6 +42,9 @@ def build_unified(name: str, **kwargs: Any) -> UnifiedModel:
             names the argument, what is allowed and what came in.
         GeneratorConfigError: the model cannot be loaded at all.
     """
+    model = _lmms_type(name)
+    if model is not None:  # imported by name, as the registry imports: only when built
+        return importlib.import_module(".lmms", __package__).LmmsUnified(model=model, **kwargs)
     return UNIFIED_MODELS.build(name, **kwargs)
 
 
@@ -42,10 +56,14 @@ def plan_unified(name: str, kwargs: dict[str, Any]) -> GeneratorPlan | None:
     Raises:
         ArgumentError: an argument is unknown or unusable, as building would say.
     """
+    if _lmms_type(name) is not None:
+        return None  # an lmms-eval class names itself once built
     return plan_registered(UNIFIED_MODELS, name, kwargs)
 
 
 def unified_concurrency(name: str) -> bool:
     """Whether unified model ``name`` may describe and draw on two threads at once (its
     class's ``concurrent``), read without building it."""
+    if _lmms_type(name) is not None:
+        return False
     return bool(getattr(UNIFIED_MODELS.load(UNIFIED_MODELS.canonical(name)), "concurrent", False))
