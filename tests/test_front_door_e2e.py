@@ -61,3 +61,31 @@ def test_the_headline_command_through_the_local_hub(local_hub, tmp_path):
     assert not missing, f"never fetched from the hub: {missing}"
     # the gated MME was read with the token that accepted its terms, and nothing was refused
     assert not [r for r in local_hub.requests[first:] if r[2] in (401, 403)]
+
+
+def test_the_running_guides_command_on_a_cpu(local_hub, tmp_path):
+    """docs/running.md's first command (llava-hf/llava-1.5-7b-hf + stabilityai/stable-diffusion-3.5-medium),
+    with the CPU in place of ``cuda``, fewer steps and sizes, and the generator pinned to a commit sha."""
+    from .localhub.repos import add_models
+
+    add_models(local_hub, ids=["llava-hf/llava-1.5-7b-hf", "stabilityai/stable-diffusion-3.5-medium"])
+    sha = local_hub.sha("stabilityai/stable-diffusion-3.5-medium")
+    args = ("describer=llava_hf,describer.pretrained=llava-hf/llava-1.5-7b-hf,describer.device_map=cpu,describer.device=cpu,"
+            "generator=diffusers,generator.pretrained=stabilityai/stable-diffusion-3.5-medium,"
+            f"generator.revision={sha},generator.device=cpu,generator.steps=2,generator.guidance=4.5,"
+            "generator.batch_size=8,generator.width=32,generator.height=32,artifacts=./artifacts")
+    first = len(local_hub.requests)
+    cmd = [str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", args, "--tasks", "mmeception",
+           "--limit", "2", "--output_path", "./logs", "--log_samples"]
+    proc = run(cmd, tmp_path, timeout=1500, LMMS_GENBENCH_FID_FEATURES="fid-helper",
+               **local_hub.env(hf_home=tmp_path / "hf"))
+    log = (tmp_path / "lmms_eval.log").read_text()
+    assert proc.returncode == 0, log[-3000:]
+    _, results = results_file(tmp_path / "logs")
+    got = results["results"]["mmeception"]
+    assert (got["n_scored,none"], got["n_failed,none"]) == (2, 0), got
+    paths = [p for _, p, status in local_hub.requests[first:] if status in (200, 302)]
+    assert any(p.startswith("/llava-hf/llava-1.5-7b-hf/resolve/") for p in paths)
+    # the pinned revision is what the generator asked the hub for
+    assert any(p.startswith(f"/api/models/stabilityai/stable-diffusion-3.5-medium/revision/{sha}")
+               or p.startswith(f"/stabilityai/stable-diffusion-3.5-medium/resolve/{sha}/") for p in paths), paths[-20:]

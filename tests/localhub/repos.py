@@ -133,15 +133,21 @@ HEADLINE_MODELS = ("Qwen/Qwen2.5-VL-7B-Instruct", "black-forest-labs/FLUX.1-schn
 GATED = {"lmms-lab-encoder/MME"}
 
 
-def add_models(hub: LocalHubServer, root: str | os.PathLike, ids=None,
+def add_models(hub: LocalHubServer, root: str | os.PathLike | None = None, ids=None,
                smoke_cache: str | os.PathLike | None = None) -> dict[str, Path]:
     """Build and serve the models ``ids`` (None: all of :data:`MODELS`): the smoke ones cached
     under ``smoke_cache`` (None: ``$LMMS_GENBENCH_CACHE`` or ``~/.cache/lmms_genbench``, as the
-    smoke preset), the others under ``root``."""
+    smoke preset), the others under ``root`` (None: the one :func:`add_all` used), e.g.
+    ``add_models(local_hub, ids=["llava-hf/llava-1.5-7b-hf"])`` in a test."""
+    root = Path(root if root is not None else hub.build_root)
+    hub.build_root = root
     cache = Path(smoke_cache) if smoke_cache is not None else None
     out = {}
     for repo_id in (MODELS if ids is None else ids):
-        out[repo_id] = MODELS[repo_id](cache, Path(root))
+        if repo_id in MODELS:
+            out[repo_id] = MODELS[repo_id](cache, root)
+        else:
+            raise KeyError(f"no builder for {repo_id!r}; known: {sorted(MODELS)}")
         hub.add(repo_id, out[repo_id])
     return out
 
@@ -150,13 +156,36 @@ def _revision_of(folder: str) -> str:
     return folder.replace("--", "/")  # hub_fixtures writes "refs/convert/parquet" as refs--convert--parquet
 
 
+_PHOTOS: list = []
+
+
+def photo_image(seed: int):
+    """A 64 x 48 crop of one of the package photos (lmms_genbench.data.photos), chosen and placed
+    by ``seed``: real-looking pixels for the synthetic rows, with no download."""
+    import random
+
+    from lmms_genbench.data.photos import PACKAGE_PHOTOS, load_package_photo
+
+    if not _PHOTOS:
+        _PHOTOS.extend(load_package_photo(chain_id).convert("RGB") for chain_id, _ in PACKAGE_PHOTOS)
+    rng = random.Random(seed)
+    photo = _PHOTOS[seed % len(_PHOTOS)]
+    w, h = min(photo.width, 256), min(photo.height, 192)
+    left, top = rng.randrange(photo.width - w + 1), rng.randrange(photo.height - h + 1)
+    return photo.crop((left, top, left + w, top + h)).resize((64, 48))
+
+
 def build_datasets(root: str | os.PathLike) -> Path:
-    """Every task dataset (tests.hub_fixtures.build_hub), written once under ``root``."""
+    """Every task dataset (tests.hub_fixtures.build_hub: schema-true columns, synthetic rows,
+    images cropped from the package photos), written once under ``root``."""
+    from unittest import mock
+
     root = Path(root)
     if not (root / ".done").exists():
-        from tests.hub_fixtures import build_hub
+        from tests import hub_fixtures
 
-        build_hub(root)
+        with mock.patch.object(hub_fixtures, "tiny_image", photo_image):
+            hub_fixtures.build_hub(root)
         (root / ".done").write_text("1")
     return root
 

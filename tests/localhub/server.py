@@ -122,6 +122,7 @@ class LocalHubServer:
         self.repos: dict[tuple[str, str], _Repo] = {}
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status)
         self.cut_downloads = 0  # the next n file downloads close the connection halfway
+        self.build_root: Path | None = None  # where tests.localhub.repos built what it added
         self._log = Path(log) if log else None
         self._lfs: dict[str, _File] = {}
         self._lock = threading.Lock()
