@@ -86,6 +86,24 @@ def test_a_gated_dataset_wants_a_token_with_accepted_terms(hub, tmp_path):
     assert files == [name]
 
 
+def test_hf_file_system_lists_stats_and_reads_a_revision(hub):
+    """What datasets' HfFileSystem calls: tree listings, paths-info, ranged reads, on a revision
+    with a slash (the Parquet export's ``refs/convert/parquet``)."""
+    folder = hub.repos[("dataset", "org/gated")].revisions["main"].folder
+    hub.add("org/export", folder, repo_type="dataset", revision="refs/convert/parquet")
+    fs = hf.HfFileSystem(endpoint=hub.url, token=False)
+    root = "datasets/org/export@refs%2Fconvert%2Fparquet"
+    assert fs.ls(root, detail=False) == [f"{root}/data"]
+    assert fs.glob(f"{root}/**/*.parquet") == [f"{root}/data/test-00000-of-00001.parquet"]
+    assert fs.info(f"{root}/data/test-00000-of-00001.parquet")["size"] == 400
+    with fs.open(f"{root}/data/test-00000-of-00001.parquet", "rb") as f:
+        f.seek(4)
+        assert f.read(8) == b"PAR1PAR1"
+    infos = hf.HfApi(endpoint=hub.url).get_paths_info("org/export", ["data", "data/test-00000-of-00001.parquet", "x"],
+                                                      repo_type="dataset", revision="refs/convert/parquet")
+    assert [type(i).__name__ for i in infos] == ["RepoFolder", "RepoFile"]
+
+
 def test_the_server_going_away(hub, tmp_path, monkeypatch):
     cached = _download(hub, "config.json", tmp=tmp_path, token=False)
     hub.cut_downloads = 1  # the connection drops halfway through the body: the client resumes
@@ -154,3 +172,40 @@ def test_load_dataset_meets_the_same_failures(tmp_path):
     assert "gated" in joined["no_token"] and "authenticated" in joined["no_token"], joined["no_token"]
     assert "gated" in joined["not_accepted"], joined["not_accepted"]
     assert "v9" in joined["revision"], joined["revision"]
+
+
+_TRANSFORMERS_CLIENT = """
+import json
+import transformers
+out = {}
+for name, repo, revision, token in [("revision", "org/model", "v9", False), ("gated", "org/gated-model", None, False),
+                                    ("not_accepted", "org/gated-model", None, "%(not_accepted)s"),
+                                    ("sha", "org/model", "%(sha)s", False)]:
+    try:
+        out[name] = transformers.AutoConfig.from_pretrained(repo, revision=revision, token=token).model_type
+    except Exception as exc:
+        out[name] = type(exc).__name__ + ": " + str(exc)[:300]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.integration  # a fresh process importing transformers: a few seconds
+def test_from_pretrained_meets_the_same_failures(tmp_path):
+    """transformers' own loader in a fresh process: a missing revision, a gated model without a
+    token and without accepted terms, and a commit sha."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "vit"}))
+    with LocalHubServer() as server:
+        server.add("org/model", folder)
+        server.add("org/gated-model", folder, gated=True)
+        env = {**os.environ, **server.env(hf_home=tmp_path / "hf", token=None)}
+        env.pop("HF_TOKEN", None)
+        code = _TRANSFORMERS_CLIENT % {"not_accepted": NOT_ACCEPTED, "sha": server.sha("org/model")}
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["sha"] == "vit"
+    assert "v9" in out["revision"] and "OSError" in out["revision"], out["revision"]
+    assert "gated" in out["gated"] and "401" in out["gated"], out["gated"]
+    assert "gated" in out["not_accepted"] and "403" in out["not_accepted"], out["not_accepted"]
