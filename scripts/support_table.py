@@ -36,6 +36,25 @@ chain and score. It says nothing about image or description quality, memory or s
 real weights, GPU kernels, or bf16/fp16 numerics: those need real checkpoints and a GPU.
 """
 
+#: the SDP paper's seven models: how each runs today (by hand: nothing here measures them)
+SDP_MODELS = """
+## The SDP paper's models
+
+How each model of the Semantic Drift Protocol paper runs today. Written by hand in
+`scripts/support_table.py`, not measured: none of these checkpoints was loaded here; what was
+tested is said per row.
+
+| model | how to run it | status |
+|---|---|---|
+| LLaVA-1.5 + SDXL (decoupled) | `describer=llava_hf,describer.pretrained=llava-hf/llava-1.5-7b-hf,generator=diffusers,generator.pretrained=stabilityai/stable-diffusion-xl-base-1.0` | native: both classes run in the tables above on tiny replicas |
+| Janus-Pro 7B | `unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B` | native (transformers' Janus classes); tested on a tiny random-weight Janus |
+| Janus 1.3B | `unified=janus,unified.pretrained=<a transformers-format Janus-1.3B folder>` | native once converted: `unified=janus` reads only the transformers format; `deepseek-ai/Janus-1.3B` is published in DeepSeek's own format, and converting it is not part of this package |
+| BAGEL | `unified=lmms:bagel,unified.pretrained=ByteDance-Seed/BAGEL-7B-MoT` (needs the Bagel package: `pip install git+https://github.com/oscarqjh/Bagel.git`) | through lmms-eval's `bagel` class, one instance switched between `understanding` and `generate`; lmms-eval 0.7.3 registers `bagel` at a class path that does not import, which `generator=lmms:` and `unified=lmms:` repair (plain `--model bagel` stays broken). Tested with a stand-in of its interface; its real class was resolved, not run |
+| BLIP3-o | describer half: `describer=qwen2_5_vl` (BLIP3-o 8B understands with a frozen Qwen2.5-VL-7B) | not yet as a pair: its image generator (a diffusion transformer on Qwen2.5-VL features) has no diffusers pipeline or lmms-eval class; missing: a `UnifiedModel` class around the authors' code |
+| Show-o | - | not yet: no lmms-eval model type in 0.7.3 and no class here; missing: a `UnifiedModel` class (`generators/unified/base.py`) around the authors' code |
+| VILA-U | - | not yet: lmms-eval's `vila` class is VILA (understanding only), not VILA-U; missing: a `UnifiedModel` class around the authors' code |
+"""
+
 FOOTER = """
 ## Notes
 
@@ -92,7 +111,7 @@ def render(results_dir: Path) -> str:
             + "\n".join(_row(name, entry) for name, entry in sorted(entries.items()))
             + "\n"
         )
-    return HEADER.format(docs=docs) + "".join(parts) + FOOTER
+    return HEADER.format(docs=docs) + "".join(parts) + SDP_MODELS + FOOTER
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,3 +58,18 @@ def test_a_class_that_cannot_switch_is_refused_with_the_decoupled_way(tmp_path):
         build_unified(f"lmms:{name}", output_dir=str(tmp_path))
     with pytest.raises(ValueError, match="drop unified.mode"):
         build_unified("lmms:genbench_tiny_bagel", mode="generate")
+
+
+def test_lmms_evals_own_bagel_class_has_the_interface_unified_switches():
+    """lmms-eval 0.7.3 registers ``bagel`` at a class path that does not import; after the repair
+    its real class (BagelUMM, its module importable without the Bagel package) resolves and its
+    module offers both modes. The class itself was not built (it needs Bagel and the weights)."""
+    from lmms_eval.models import get_model
+
+    from lmms_genbench.generators.lmms_backend import repair_registration
+    from lmms_genbench.generators.unified.lmms import _modes
+
+    repair_registration("bagel")
+    cls = get_model("bagel")
+    assert cls.__name__ == "BagelUMM"
+    assert _modes(cls) == ("understanding", "generate")

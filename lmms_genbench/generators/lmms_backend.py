@@ -33,7 +33,12 @@ from ..core.args import ArgumentError, as_int
 from .base import GenerationFailure, GenerationResult
 from .common import MAX_REASON_CHARS, check_image, describe_error
 
-__all__ = ["LmmsGenerator", "read_answer"]
+__all__ = ["REGISTRY_FIXES", "LmmsGenerator", "read_answer", "repair_registration"]
+
+#: model types lmms-eval 0.7.3 registers under class paths that do not import (``bagel`` ->
+#: ``simple.bagel.Bagel``, ``bagel_umm`` -> ``simple.bagel_umm.BagelUMM``), and where the class is
+REGISTRY_FIXES = {"bagel": "lmms_eval.models.simple.bagel.BagelUMM",
+                  "bagel_umm": "lmms_eval.models.simple.bagel.BagelUMM"}
 
 #: the arguments lmms-eval 0.7.3's generation classes take their output folder from
 OUTPUT_FOLDER_ARGS = ("output_dir", "output_image_dir")
@@ -61,6 +66,7 @@ class LmmsGenerator:
         self.model = model.strip()
         self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
         self.model_args = dict(model_args)
+        repair_registration(self.model)
         self.lm = host.build_model(self.model, self.model_args, role="generator", prefix="generator.")
         # the model's identity: its type, weights and every output-deciding argument
         # (where it saves its files decides nothing about them)
@@ -139,3 +145,29 @@ def _load(path: Any) -> GenerationResult:
 def _head(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= MAX_REASON_CHARS // 2 else text[: MAX_REASON_CHARS // 2] + "..."
+
+
+def repair_registration(model: str) -> None:
+    """Point ``model`` at the class that exists when lmms-eval registered it under a class path
+    that does not import (:data:`REGISTRY_FIXES`); any other registration is left as it is."""
+    fixed = REGISTRY_FIXES.get(model)
+    if fixed is None:
+        return
+    import importlib
+
+    from lmms_eval.models import MODEL_REGISTRY_V2
+    from lmms_eval.models.registry_v2 import ModelManifest
+
+    def imports(path: str | None) -> bool:
+        module, _, name = (path or "").rpartition(".")
+        try:
+            return hasattr(importlib.import_module(module), name)
+        except Exception:  # noqa: BLE001 - a path that does not import is what is repaired
+            return False
+
+    try:
+        current = MODEL_REGISTRY_V2.get_manifest(model).simple_class_path
+    except Exception:  # noqa: BLE001 - not registered at all: leave it to the host's error
+        return
+    if not imports(current) and imports(fixed):
+        MODEL_REGISTRY_V2.register_manifest(ModelManifest(model_id=model, simple_class_path=fixed), overwrite=True)

@@ -47,8 +47,11 @@ class LmmsUnified:
         if "mode" in model_args:
             raise ArgumentError(f"mode: unified=lmms:{model} sets the mode per role itself; drop unified.mode")
         from ... import host
+        from ..lmms_backend import repair_registration
 
         name = str(model or "").strip()
+        if name:
+            repair_registration(name)
         modes = _modes(host.model_class(name, role="unified model")) if name else None
         if name and modes is None:
             raise ArgumentError(
