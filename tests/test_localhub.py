@@ -81,6 +81,12 @@ def test_a_gated_dataset_wants_a_token_with_accepted_terms(hub, tmp_path):
     assert caught.value.response.status_code == 403 and "authorized list" in str(caught.value)
     path = _download(hub, name, "org/gated", tmp_path, repo_type="dataset", token=ACCEPTED)
     assert open(path, "rb").read() == b"PAR1" * 100
+    api = hf.HfApi(endpoint=hub.url)
+    with pytest.raises(errors.GatedRepoError):
+        api.auth_check("org/gated", repo_type="dataset", token=False)
+    with pytest.raises(errors.GatedRepoError):
+        api.auth_check("org/gated", repo_type="dataset", token=NOT_ACCEPTED)
+    api.auth_check("org/gated", repo_type="dataset", token=ACCEPTED)
     # the file list stays public, as on the Hub
     files = hf.HfApi(endpoint=hub.url).list_repo_files("org/gated", repo_type="dataset", token=False)
     assert files == [name]

@@ -28,6 +28,7 @@ From a shell (builds the same repos once under ``--cache``, then serves until Ct
 What it answers (found by logging the real clients' requests; ``hub.requests`` keeps them):
 
 * ``GET /api/{models|datasets}/{id}[/revision/{rev}]``: info with ``sha`` and ``siblings``;
+* ``GET /api/{type}s/{id}/auth-check`` (``HfApi.auth_check``: the gate below, without a file);
 * ``GET /api/{type}s/{id}/tree/{rev}[/{path}]`` (``recursive``) and
   ``POST /api/{type}s/{id}/paths-info/{rev}``: what HfFileSystem lists and stats;
 * ``HEAD``/``GET /{id}/resolve/{rev}/{file}`` and ``/datasets/{id}/resolve/...``: headers
@@ -323,6 +324,9 @@ def _handler(hub: LocalHubServer):
                 raise self._not_found(repo_type, "/".join(parts[:2]))
             if not rest:
                 return self._info(repo, repo.find("main") or next(iter(repo.revisions.values())), head)
+            if rest == ["auth-check"]:  # HfApi.auth_check: may this token read the files?
+                self._gate(repo)
+                return self._json({}, head)
             kind, rev_name, path = rest[0], rest[1] if len(rest) > 1 else "main", "/".join(rest[2:])
             rev = repo.find(rev_name)
             if rev is None:
@@ -393,6 +397,20 @@ def _handler(hub: LocalHubServer):
                     out.append(_dir_entry(p))
             return self._json(out, head)
 
+        def _gate(self, repo: _Repo) -> None:
+            """A gated repo's files: 401 without a token, 403 with one that has not accepted the terms."""
+            if not repo.gated:
+                return
+            token = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+            kind = "dataset" if repo.repo_type == "dataset" else "model"
+            if not token:
+                raise _Error(401, "GatedRepo", f"Access to {kind} {repo.repo_id} is restricted. You must have "
+                             "access to it and be authenticated to access it. Please log in.")
+            if token != ACCEPTED:
+                raise _Error(403, "GatedRepo", f"Access to {kind} {repo.repo_id} is restricted and you are not in "
+                             f"the authorized list. Visit {hub.url}/{'datasets/' if kind == 'dataset' else ''}"
+                             f"{repo.repo_id} to ask for access.")
+
         # -------------------------------------------------------------- /resolve
         def _resolve(self, repo: _Repo, parts: list[str], head: bool) -> int:
             if not parts:
@@ -401,16 +419,7 @@ def _handler(hub: LocalHubServer):
             if rev is None:
                 raise _Error(404, "RevisionNotFound", f"Invalid rev id: {parts[0]}")
             rel = "/".join(parts[1:])
-            if repo.gated:
-                token = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
-                kind = "dataset" if repo.repo_type == "dataset" else "model"
-                if not token:
-                    raise _Error(401, "GatedRepo", f"Access to {kind} {repo.repo_id} is restricted. You must have "
-                                 "access to it and be authenticated to access it. Please log in.")
-                if token != ACCEPTED:
-                    raise _Error(403, "GatedRepo", f"Access to {kind} {repo.repo_id} is restricted and you are not in "
-                                 f"the authorized list. Visit {hub.url}/{'datasets/' if kind == 'dataset' else ''}"
-                                 f"{repo.repo_id} to ask for access.")
+            self._gate(repo)
             f = rev.files.get(rel)
             if f is None:
                 raise _Error(404, "EntryNotFound", f"{rel} does not exist on revision {rev.name} of {repo.repo_id}")
