@@ -107,6 +107,11 @@ class DiffusersGenerator:
         self.negative_prompt = as_str("negative_prompt", negative_prompt, optional=True)
         self.revision = as_str("revision", revision, optional=True)
         self.offload = as_choice("offload", offload, OFFLOAD)
+        self._torch = require("torch", "the diffusers generator")
+        torch_device = check_device(self._torch, self.device)
+        if self.offload != "none" and torch_device.type == "cpu":
+            raise ArgumentError(f"offload: {self.offload} moves weights between the CPU and an accelerator; "
+                                "with device=cpu they are on the CPU already: give offload=none or an accelerator")
         planned = isinstance(pipeline, PlannedPipeline)
         # the class the settings are checked against, before any weight loads: an object's own, a
         # plan's, or the one a folder's or hub id's model_index.json names (None: known once loaded)
@@ -121,11 +126,6 @@ class DiffusersGenerator:
             self.call_settings = rules.check_call_settings(cls, call_settings)
             self._drop_ignored(cls)
 
-        self._torch = require("torch", "the diffusers generator")
-        torch_device = check_device(self._torch, self.device)
-        if self.offload != "none" and torch_device.type == "cpu":
-            raise ArgumentError(f"offload: {self.offload} moves weights between the CPU and an accelerator; "
-                                "with device=cpu they are on the CPU already: give offload=none or an accelerator")
         self.dtype = resolve_dtype(self._torch, dtype_choice, torch_device, None if planned else pipeline)
         if planned:  # only the artifact name is wanted: nothing is loaded, checked or logged further
             self.pipeline, self._budget, self.text_budget = None, {}, {}
