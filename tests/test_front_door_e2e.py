@@ -59,6 +59,7 @@ def test_the_headline_command_through_the_local_hub(local_hub, tmp_path):
     served = [(path, status) for _, path, status in local_hub.requests[first:] if status in (200, 206, 302)]
     missing = [prefix for prefix in FETCHED if not any(p.startswith(prefix) for p, _ in served)]
     assert not missing, f"never fetched from the hub: {missing}"
+    assert not local_hub.unrouted, f"requests the local hub has no endpoint for: {local_hub.unrouted}"
     # the gated MME was read with the token that accepted its terms, and nothing was refused
     assert not [r for r in local_hub.requests[first:] if r[2] in (401, 403)]
 

@@ -87,6 +87,10 @@ def test_a_gated_dataset_wants_a_token_with_accepted_terms(hub, tmp_path):
     with pytest.raises(errors.GatedRepoError):
         api.auth_check("org/gated", repo_type="dataset", token=NOT_ACCEPTED)
     api.auth_check("org/gated", repo_type="dataset", token=ACCEPTED)
+    assert api.whoami(token=NOT_ACCEPTED)["name"] == "localhub-user"
+    with pytest.raises(errors.HfHubHTTPError) as caught:
+        api.whoami(token="hf_wrong")
+    assert caught.value.response.status_code == 401
     # the file list stays public, as on the Hub
     files = hf.HfApi(endpoint=hub.url).list_repo_files("org/gated", repo_type="dataset", token=False)
     assert files == [name]

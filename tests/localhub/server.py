@@ -37,6 +37,8 @@ What it answers (found by logging the real clients' requests; ``hub.requests`` k
   as the real hub's CDN redirect; ``Range`` requests get 206;
 * a revision is a branch name (``main``, ``refs/convert/parquet``) or the 40-hex commit sha the
   server derives from the folder's files;
+* ``GET /api/whoami-v2`` for the two tokens below; any other token is refused (401) on every
+  endpoint, as the hub refuses invalid credentials;
 * failures as the hub sends them (``X-Error-Code``): an unknown repo 401 (404 with a token)
   ``RepoNotFound``, an unknown revision 404 ``RevisionNotFound``, a missing file 404
   ``EntryNotFound``, a gated repo's file 401 ``GatedRepo`` without a token and 403 with a token
@@ -122,6 +124,7 @@ class LocalHubServer:
     def __init__(self, port: int = 0, log: str | os.PathLike | None = None):
         self.repos: dict[tuple[str, str], _Repo] = {}
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status)
+        self.unrouted: list[tuple[str, str]] = []  # requests no route answers: an endpoint to add
         self.cut_downloads = 0  # the next n file downloads close the connection halfway
         self.build_root: Path | None = None  # where tests.localhub.repos built what it added
         self._log = Path(log) if log else None
@@ -290,6 +293,8 @@ def _handler(hub: LocalHubServer):
                 status = self._route(parts, head, post)
             except _Error as err:
                 status = err.status
+                if err.code is None and err.message.startswith("localhub: no route"):
+                    hub.unrouted.append((self.command, self.path))
                 self._send_error(err, head)
             except (BrokenPipeError, ConnectionResetError):
                 status = 499
@@ -297,6 +302,16 @@ def _handler(hub: LocalHubServer):
                 hub._record(self.command, self.path, status)
 
         def _route(self, parts: list[str], head: bool, post: bool) -> int:
+            token = self._token()
+            if token and token not in (ACCEPTED, NOT_ACCEPTED):  # the hub refuses a bad token everywhere
+                raise _Error(401, None, "Invalid credentials in Authorization header")
+            if parts == ["api", "whoami-v2"]:
+                if not token:
+                    raise _Error(401, None, "Invalid credentials in Authorization header")
+                return self._json({"type": "user", "name": "localhub-user", "fullname": "TEST SCAFFOLDING",
+                                   "orgs": [], "auth": {"type": "access_token",
+                                                        "accessToken": {"displayName": "localhub", "role": "read"}}},
+                                  head)
             if parts[:1] == ["api"] and len(parts) >= 3 and parts[1] in ("models", "datasets", "spaces"):
                 return self._api(parts[1][:-1], parts[2:], head, post)
             if parts == ["api", "agent-harnesses"]:  # huggingface_hub >= 2 asks once a day: none
@@ -397,11 +412,14 @@ def _handler(hub: LocalHubServer):
                     out.append(_dir_entry(p))
             return self._json(out, head)
 
+        def _token(self) -> str:
+            return (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+
         def _gate(self, repo: _Repo) -> None:
             """A gated repo's files: 401 without a token, 403 with one that has not accepted the terms."""
             if not repo.gated:
                 return
-            token = (self.headers.get("Authorization") or "").removeprefix("Bearer ").strip()
+            token = self._token()
             kind = "dataset" if repo.repo_type == "dataset" else "model"
             if not token:
                 raise _Error(401, "GatedRepo", f"Access to {kind} {repo.repo_id} is restricted. You must have "
