@@ -6,7 +6,9 @@ cut off (the local test Hub, tests/localhub, serves the reachable cases)."""
 
 import errno
 import re
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +17,8 @@ from lmms_genbench.preflight.hub import HubProbe, collapse
 from lmms_genbench.preflight.roles import Role, device_problem
 
 from .lmms_eval_runs import BIN, run
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NOWHERE = "http://127.0.0.1:9"  # the discard port: connection refused at once
 HEADLINE = ("describer=qwen2_5_vl,describer.pretrained=Qwen/Qwen2.5-VL-7B-Instruct,generator=diffusers,"
@@ -48,7 +52,7 @@ def test_check_lists_every_problem_of_one_bad_command_at_once(tmp_path):
     assert "CUDA is asked for" in text
     assert "mmeception_folder" in text and "no_such_folder" in text
     assert f"the artifact store {tmp_path}/store cannot be written" in text
-    assert _lines(proc.stderr)[-1] == f"lmms-genbench check: error: {len(listed)} problem(s) found, listed above"
+    assert _lines(proc.stderr)[-1] == f"lmms-genbench check: error: {len(listed)} problems found, listed above"
     assert seconds < 60, seconds  # seconds: nothing loads, the refused Hub is asked once
 
 
@@ -147,3 +151,66 @@ def test_an_empty_or_image_less_folder_is_one_line(preflight, tmp_path):
     last = _lines(proc.stderr)[-1]
     assert last.startswith("lmms-genbench: error: task mmeception_folder: no image files (.png, .jpg") and \
         str(folder) in last and "Fix: set MMECEPTION_IMAGE_DIR to a folder that holds" in last, last
+
+
+# ----------------------------------------------------------------- through the local test Hub
+def _check(local_hub, tmp_path, model_args, tasks="mmeception,sdp_nocaps", **env):
+    from .lmms_eval_runs import offline_env
+
+    hub_env = local_hub.env(hf_home=tmp_path / "hf", token=env.pop("token", None))
+    full = {**offline_env(tmp_path), **hub_env, **env}
+    if "HF_TOKEN" not in hub_env:
+        full.pop("HF_TOKEN", None)
+    return subprocess.run([str(BIN / "lmms-genbench"), "check", "--model", "cycle", "--model_args", model_args,
+                           "--tasks", tasks, "--limit", "3", "--output_path", str(tmp_path / "logs")],
+                          cwd=tmp_path, env=full, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.integration
+def test_check_passes_the_headline_command_through_the_local_hub(local_hub, tmp_path):
+    from .localhub.server import ACCEPTED
+
+    proc = _check(local_hub, tmp_path, HEADLINE + CPU + f",artifacts={tmp_path / 'art'}", token=ACCEPTED)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _lines(proc.stderr)[-1] == ("lmms-genbench check: ok: nothing missing for --model cycle --tasks "
+                                       "mmeception,sdp_nocaps")
+    assert not list((tmp_path / "hf").rglob("*.safetensors"))  # no weights fetched
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("token, gated", [(None, "no valid Hugging Face token was sent"),
+                                          ("hf_not_accepted", "your token's account has not been granted access")],
+                         ids=["no-token-401", "terms-not-accepted-403"])
+def test_check_names_a_gated_dataset_a_missing_revision_and_an_unknown_id_at_once(local_hub, tmp_path, token, gated):
+    args = (HEADLINE.replace("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/No-Such-Model")
+            + ",generator.revision=v9" + CPU + f",artifacts={tmp_path / 'art'}")
+    proc = _check(local_hub, tmp_path, args, token=token)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    listed = [line for line in _lines(proc.stderr) if re.match(r"\s+\d+\. ", line)]
+    text = "\n".join(listed)
+    assert len(listed) == 3, proc.stderr
+    assert "describer.pretrained=Qwen/No-Such-Model: the Hub has no model Qwen/No-Such-Model" in text
+    assert "generator.pretrained=black-forest-labs/FLUX.1-schnell: revision v9 of black-forest-labs/FLUX.1-schnell " \
+           "does not exist" in text
+    assert "task mmeception could not load its dataset lmms-lab-encoder/MME: it is gated" in text and gated in text
+
+
+@pytest.mark.integration
+def test_the_gpu_example_without_cuda_stops_in_one_line_in_seconds(local_hub, tmp_path):
+    from .localhub.repos import add_models
+    from .localhub.server import ACCEPTED
+    from .lmms_eval_runs import offline_env
+
+    add_models(local_hub, ids=["llava-hf/llava-1.5-7b-hf", "stabilityai/stable-diffusion-3.5-medium"])
+    env = {**offline_env(tmp_path), **local_hub.env(hf_home=tmp_path / "hf", token=ACCEPTED), "CUDA_VISIBLE_DEVICES": ""}
+    env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
+    start = time.monotonic()
+    proc = subprocess.run(["bash", str(ROOT / "examples" / "mmeception_gpu.sh")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    seconds = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = _lines(proc.stderr)
+    assert len(lines) == 1 and lines[0].startswith("lmms-genbench check: error: CUDA is asked for "
+                                                   "(describer.device_map=cuda, generator.device=cuda (its default))"), lines
+    assert "accelerate" not in proc.stderr + proc.stdout  # no process was launched
+    assert seconds < 60, seconds

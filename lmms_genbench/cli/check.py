@@ -38,11 +38,14 @@ def run(args: argparse.Namespace) -> int:
     problems = check_run(args.model, simple_parse_args_string(args.model_args) if args.model_args else {}, tasks,
                          args.output_path, max(1, args.num_processes))
     prog = "lmms-genbench check"
+    if len(problems) == 1:
+        print(f"{prog}: error: {problems[0].line()}", file=sys.stderr)
+        return EXIT_FAIL
     if problems:
-        print(f"{prog}: {len(problems)} problem(s); the run would stop on them:", file=sys.stderr)
+        print(f"{prog}: {len(problems)} problems; the run would stop on them:", file=sys.stderr)
         for line in format_problems(problems):
             print(line, file=sys.stderr)
-        print(f"{prog}: error: {len(problems)} problem(s) found, listed above", file=sys.stderr)
+        print(f"{prog}: error: {len(problems)} problems found, listed above", file=sys.stderr)
         return EXIT_FAIL
     others = unknown_tasks(tasks)
     note = f" (tasks not checked, lmms-eval's own: {', '.join(others)})" if others else ""

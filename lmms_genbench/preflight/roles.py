@@ -146,12 +146,14 @@ def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> 
     """One problem for every role that asks for CUDA on a machine with fewer GPUs than asked."""
     asking = []
     for role in roles:
-        for key in ("device", "device_map"):
-            value = role.args.get(key, role.defaults.get(key) if role.kind == "describer" else None)
-            if key == "device" and value is None and role.kind != "describer" and role.name in ("diffusers", "janus"):
-                value = "cuda"  # these backends' default
+        defaults = dict(role.defaults) if role.kind == "describer" else {}
+        if role.name in ("diffusers", "janus"):
+            defaults["device"] = "cuda"  # these backends' default
+        # what the user gave first, then the class's defaults
+        candidates = [(k, role.args[k], True) for k in ("device", "device_map") if k in role.args]
+        candidates += [(k, defaults.get(k), False) for k in ("device", "device_map") if k not in role.args]
+        for key, value, given in candidates:
             if isinstance(value, str) and value.startswith("cuda"):
-                given = key in role.args
                 asking.append(f"{role.prefix}{key}={value}" + ("" if given else " (its default)"))
                 break
     if not asking:
