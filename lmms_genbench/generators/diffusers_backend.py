@@ -260,11 +260,11 @@ class DiffusersGenerator:
         tokenized here instead. ``{}`` when the pipeline's encoders are not known."""
         if not self._budget:
             return [{} for _ in prompts]
-        if all(p in self._counted for p in prompts):
-            cuts = [dict(self._counted[p]) for p in prompts]
-        else:
+        missing = [p for p in prompts if p not in self._counted]  # not drawn (e.g. its call failed)
+        if missing:
             with rules.truncation_filter(self.pipeline, True):
-                cuts = rules.token_cuts(self._budget, prompts)
+                tokenized = dict(zip(missing, rules.token_cuts(self._budget, missing)))
+        cuts = [dict(self._counted[p]) if p in self._counted else tokenized[p] for p in prompts]
         if not self._warned_cut and any(any(c.values()) for c in cuts):
             self._warned_cut = True  # once, not per batch: the counts are recorded per hop
             logger.warning(
