@@ -7,7 +7,7 @@ the Hub unreachable (one line naming the endpoint and the offline switch), datas
 or gated for this token, CUDA asked for and absent, API keys unset, a store that cannot be
 written, and ``describer.*``/``generator.*`` settings the classes refuse (their planners, no
 weights). ``lmms-genbench check`` prints them; :func:`at_start` ends a run with them (exit 1)
-at the start of every ``--model cycle``, ``t2i`` and ``chef`` run, unless
+at the start of every ``lmms-eval --model cycle``, ``t2i`` and ``chef`` command, unless
 ``LMMS_GENBENCH_PREFLIGHT=0``.
 """
 
@@ -151,10 +151,19 @@ def tasks_from_argv(argv: Sequence[str] | None = None) -> tuple[list[str], str |
     return tasks, values.get("--output_path"), 1  # a launched process checks its own device
 
 
+def _lmms_eval_command(argv: Sequence[str] | None = None) -> bool:
+    """Whether this process is the ``lmms-eval`` command (also under ``accelerate launch -m
+    lmms_eval``): the run it checks is the one its command line names. A model built from Python
+    (``simple_evaluate``, tests) is not checked; ``lmms-genbench check`` checks such arguments."""
+    argv = list(sys.argv if argv is None else argv)
+    program = Path(argv[0]).as_posix() if argv else ""
+    return (program.endswith(("/lmms-eval", "lmms_eval/__main__.py")) or program == "lmms-eval") and "--model" in argv
+
+
 def at_start(model: str, model_args: dict[str, Any]) -> None:
     """The preflight of a run starting now (called by the model types' constructors): every
     problem at once, then exit 1 (:func:`as_error`)."""
-    if os.environ.get(PREFLIGHT_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+    if os.environ.get(PREFLIGHT_ENV, "1").strip().lower() in ("0", "false", "no", "off") or not _lmms_eval_command():
         return
     tasks, output_path, processes = tasks_from_argv()
     problems = check_run(model, {k: v for k, v in model_args.items() if v is not None}, tasks, output_path, processes)

@@ -146,7 +146,8 @@ def collapse(problems: Sequence[Problem], probe: HubProbe | None) -> list[Proble
             f"the Hub ({probe.endpoint}): {needed}",
             f"unset HF_HUB_OFFLINE (and HF_DATASETS_OFFLINE) on a machine that reaches {probe.endpoint} to fetch "
             "them once, or point HF_HOME at a cache that holds them, or name local folders; the offline smoke run "
-            "needs none: --model_args preset=smoke --tasks mmeception_smoke")
+            "needs none: --model_args preset=smoke --tasks mmeception_smoke; rescoring a finished store loads "
+            "nothing: LMMS_GENBENCH_PREFLIGHT=0 skips this check")
     else:
         line = Problem(
             f"the Hugging Face Hub at {probe.endpoint} cannot be reached ({probe.unreachable}); this run reads "

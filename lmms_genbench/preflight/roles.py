@@ -162,7 +162,8 @@ def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> 
         cpu = ", ".join(f"{a.split('=')[0]}=cpu" for a in asking)
         return Problem(f"CUDA is asked for ({', '.join(asking)}) but this machine has no CUDA device "
                        "(torch.cuda.is_available() is False)",
-                       f"run on a machine with a CUDA GPU, or on the CPU with {cpu} (slow for real models)")
+                       f"run on a machine with a CUDA GPU, or on the CPU with {cpu} (slow for real models); "
+                       "rescoring a finished store loads nothing: LMMS_GENBENCH_PREFLIGHT=0 skips this check")
     if processes > cuda_devices:
         return Problem(f"{processes} processes with CUDA are asked for but this machine has {cuda_devices} GPU(s)",
                        f"launch at most {cuda_devices} processes (accelerate launch --num_processes {cuda_devices})")
