@@ -86,7 +86,12 @@ def _write_clip(folder: Path) -> None:
 
 def _write_sentence(folder: Path) -> None:
     """A 2-layer BERT behind sentence-transformers' mean pooling, over a small word vocabulary."""
-    from sentence_transformers import SentenceTransformer, models
+    from sentence_transformers import SentenceTransformer
+
+    try:  # sentence-transformers >= 6 moved the modules (the old import warns)
+        from sentence_transformers.sentence_transformer import modules as models
+    except ImportError:
+        from sentence_transformers import models
     from transformers import BertConfig, BertModel, BertTokenizer
 
     from lmms_genbench.smoke.vision import seeded
