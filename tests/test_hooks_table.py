@@ -101,6 +101,9 @@ def test_a_run_scope_puts_its_hooks_in_place_and_takes_them_all_off():
     try:
         with pytest.raises(RuntimeError), scope(Run("t2i", (), one_thread=True)) as run:
             assert current() is run and torch.get_num_threads() == 1
+            with scope(Run("cycle")) as inner:  # nested: the outer run's hooks hold, and stay
+                assert inner is run
+            assert current() is run
             assert changed() - before == {h.target for h in TABLE if h.when == "run"}
             logger.warning("inside tok-0123456789")
             raise RuntimeError("a crash inside the run")

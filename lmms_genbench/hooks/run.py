@@ -79,6 +79,9 @@ def scope(run: Run) -> Iterator[Run]:
     """Everything :data:`~lmms_genbench.hooks.TABLE` lists for the duration of a run, taken
     off after it, whatever happens inside."""
     global _CURRENT
+    if _CURRENT is not None:  # an evaluate inside one of our runs: the outer run's hooks hold
+        yield _CURRENT
+        return
     undo = []
     try:
         _CURRENT = run
