@@ -183,10 +183,11 @@ def test_a_pipeline_that_cannot_draw_stops_before_any_description(tmp_path):
 
 def test_the_engine_loads_the_generator_before_its_first_description(tmp_path):
     """Counted at the engine: a generator that fails to load ends the run with zero describe calls."""
+    from PIL import Image
+
     from lmms_genbench.core.errors import ActionableError
     from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
     from lmms_genbench.generators import GeneratorPlan, LazyGenerator
-    from PIL import Image
 
     from .fakes import FakeDescriber
 

@@ -12,8 +12,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.deps import require
 from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
+from ..core.deps import require
 from ..core.keys import generator_name
 from . import pipeline_rules as rules
 from .base import GenerationFailure, GenerationResult

@@ -219,12 +219,12 @@ class truncation_filter:
         self.loggers = [logging.getLogger(name) for name in names]
         self.filter = _DropTruncationWarning()
 
-    def __enter__(self) -> "truncation_filter":
+    def __enter__(self) -> truncation_filter:
         for log in self.loggers:
             log.addFilter(self.filter)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for log in self.loggers:
             log.removeFilter(self.filter)
 
@@ -274,7 +274,7 @@ class counted_tokenizers:
         self.calls: dict[str, list[list[int]]] = {encoder: [] for encoder in budget}
         self._saved: dict[str, Any] = {}
 
-    def __enter__(self) -> "counted_tokenizers":
+    def __enter__(self) -> counted_tokenizers:
         for encoder, sink in self.calls.items():
             attr = _tokenizer_attr(encoder)
             tokenizer = getattr(self.pipeline, attr, None)
@@ -283,7 +283,7 @@ class counted_tokenizers:
                 object.__setattr__(self.pipeline, attr, _CountingTokenizer(tokenizer, sink))
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for attr, tokenizer in self._saved.items():
             object.__setattr__(self.pipeline, attr, tokenizer)
         self._saved.clear()

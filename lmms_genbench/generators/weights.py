@@ -19,8 +19,8 @@ import logging
 import os
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..core.keys import atomic_write
