@@ -92,6 +92,22 @@ def test_the_running_guides_command_on_a_cpu(local_hub, tmp_path):
                or p.startswith(f"/stabilityai/stable-diffusion-3.5-medium/resolve/{sha}/") for p in paths), paths[-20:]
 
 
+def test_the_unified_janus_command_on_a_cpu(local_hub, tmp_path):
+    """docs/models.md's unified command (deepseek-community/Janus-Pro-7B) on the CPU, sdp_nocaps."""
+    from .localhub.repos import add_models
+
+    add_models(local_hub, ids=["deepseek-community/Janus-Pro-7B"])
+    args = "unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cpu,unified.dtype=float32"
+    cmd = [str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", args + ",artifacts=./artifacts",
+           "--tasks", "sdp_nocaps", "--limit", "2", "--output_path", "./logs"]
+    proc = run(cmd, tmp_path, timeout=1500, **local_hub.env(hf_home=tmp_path / "hf"))
+    log = (tmp_path / "lmms_eval.log").read_text()
+    assert proc.returncode == 0, log[-3000:]
+    _, results = results_file(tmp_path / "logs")
+    got = results["results"]["sdp_nocaps"]
+    assert (got["n_scored,none"], got["n_failed,none"]) == (2, 0), got
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "chef renders its payload in doc_to_text, which lmms-eval 0.7.3 calls on eval_docs_no_media (Image "
     "columns removed): every hub image question is rendered text-only (visuals []); multiturn then sends "
