@@ -108,6 +108,37 @@ def test_the_unified_janus_command_on_a_cpu(local_hub, tmp_path):
     assert (got["n_scored,none"], got["n_failed,none"]) == (2, 0), got
 
 
+def test_the_hub_going_away_mid_run_then_coming_back(local_hub, tmp_path):
+    """The hub dies when the scorer asks for its network (every chain drawn by then): the run ends
+    in one line naming the endpoint, exit 1, no results file; with the hub back, the same command
+    reuses every stored hop and scores. Its own servers: the session's must stay up."""
+    from .localhub.repos import add_all
+    from .localhub.server import LocalHubServer
+
+    cmd = [str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", HEADLINE_ARGS, "--tasks", "mmeception",
+           "--limit", "2", "--output_path", "./logs"]
+    runs = []
+    for attempt in ("gone", "back"):
+        hub = add_all(LocalHubServer(), local_hub.build_root)
+        if attempt == "gone":
+            hub.go_away_at = "/api/models/google/vit-base-patch16-224-in21k"
+        with hub:
+            runs.append(run(cmd, tmp_path, log=f"{attempt}.log", timeout=1500, LMMS_GENBENCH_FID_FEATURES="fid-helper",
+                            **hub.env(hf_home=tmp_path / "hf")))
+        if attempt == "gone":
+            gone_log = (tmp_path / "gone.log").read_text()
+            assert runs[0].returncode == 1, gone_log[-3000:]
+            errors = [line for line in gone_log.splitlines() if line.startswith("lmms-genbench: error:")]
+            assert len(errors) == 1 and hub.url in errors[0], errors or gone_log[-3000:]
+            assert not list((tmp_path / "logs").rglob("*_results.json"))
+    back_log = (tmp_path / "back.log").read_text()
+    assert runs[1].returncode == 0, back_log[-3000:]
+    assert "0 computed" in back_log and "0 failed" in back_log, back_log[-3000:]
+    _, results = results_file(tmp_path / "logs")
+    got = results["results"]["mmeception"]
+    assert (got["n_scored,none"], got["n_failed,none"]) == (2, 0), got
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "chef renders its payload in doc_to_text, which lmms-eval 0.7.3 calls on eval_docs_no_media (Image "
     "columns removed): every hub image question is rendered text-only (visuals []); multiturn then sends "

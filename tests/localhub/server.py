@@ -43,7 +43,9 @@ What it answers (found by logging the real clients' requests; ``hub.requests`` k
   ``RepoNotFound``, an unknown revision 404 ``RevisionNotFound``, a missing file 404
   ``EntryNotFound``, a gated repo's file 401 ``GatedRepo`` without a token and 403 with a token
   that has not accepted the terms; :meth:`LocalHubServer.stop` makes the server go away
-  (open connections included), ``hub.cut_downloads = n`` closes the next n file downloads halfway.
+  (open connections included), ``hub.go_away_at = "/api/models/org/x"`` makes it die on the first
+request whose path starts so (mid-run, at a known point), ``hub.cut_downloads = n`` closes the next
+n file downloads halfway.
 """
 
 from __future__ import annotations
@@ -126,6 +128,7 @@ class LocalHubServer:
         self.requests: list[tuple[str, str, int]] = []  # (method, path, status)
         self.unrouted: list[tuple[str, str]] = []  # requests no route answers: an endpoint to add
         self.cut_downloads = 0  # the next n file downloads close the connection halfway
+        self.go_away_at: str | None = None  # a path prefix: the first request for it finds the server gone
         self.build_root: Path | None = None  # where tests.localhub.repos built what it added
         self._log = Path(log) if log else None
         self._lfs: dict[str, _File] = {}
@@ -289,6 +292,13 @@ def _handler(hub: LocalHubServer):
             self.query = parse_qs(url.query)
             parts = [unquote(p) for p in url.path.split("/") if p]
             status = 500
+            if hub.go_away_at and url.path.startswith(hub.go_away_at):
+                # the server dies on this request: no answer, the connection drops, nothing listens after
+                hub.go_away_at = None
+                hub._record(self.command, self.path, 0)
+                self.close_connection = True
+                threading.Thread(target=hub.stop, daemon=True).start()
+                return
             try:
                 status = self._route(parts, head, post)
             except _Error as err:
