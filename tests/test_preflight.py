@@ -214,3 +214,39 @@ def test_the_gpu_example_without_cuda_stops_in_one_line_in_seconds(local_hub, tm
                                                    "(describer.device_map=cuda, generator.device=cuda (its default))"), lines
     assert "accelerate" not in proc.stderr + proc.stdout  # no process was launched
     assert seconds < 60, seconds
+
+
+@pytest.mark.integration
+def test_the_own_folder_example_without_cuda_stops_in_one_line_in_seconds(local_hub, tmp_path):
+    from PIL import Image
+
+    from .lmms_eval_runs import offline_env
+    from .localhub.server import ACCEPTED
+
+    (tmp_path / "pictures").mkdir()
+    for i in range(2):
+        Image.new("RGB", (32, 32), (90 * i, 40, 40)).save(tmp_path / "pictures" / f"{i}.png")
+    env = {**offline_env(tmp_path), **local_hub.env(hf_home=tmp_path / "hf", token=ACCEPTED), "CUDA_VISIBLE_DEVICES": ""}
+    env["PATH"] = f"{BIN}:{env.get('PATH', '')}"
+    start = time.monotonic()
+    proc = subprocess.run(["bash", str(ROOT / "examples" / "own_folder.sh"), str(tmp_path / "pictures")], check=False,
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    seconds = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    last = _lines(proc.stderr)[-1]
+    assert last.startswith("lmms-genbench: error: CUDA is asked for (describer.device=cuda (its default), "
+                           "generator.device=cuda (its default))"), last
+    assert seconds < 90, seconds
+    assert not list((tmp_path / "logs").rglob("*_results.json"))
+
+
+@pytest.mark.integration
+def test_the_api_example_without_a_key_stops_in_one_line(tmp_path):
+    from .lmms_eval_runs import offline_env
+
+    env = {**offline_env(tmp_path), "OPENAI_API_KEY": ""}
+    proc = subprocess.run(["bash", str(ROOT / "examples" / "mmeception_api.sh")], check=False, cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and _lines(proc.stderr) == [_lines(proc.stderr)[0]], proc.stderr
+    assert "OPENAI_API_KEY" in proc.stderr

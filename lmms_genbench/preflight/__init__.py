@@ -112,6 +112,8 @@ def _store_problems(model: str, top: dict[str, Any], output_path: str | None) ->
         folders.append(("--output_path", Path(output_path).expanduser(), "give --output_path <a writable folder>"))
     problems = []
     for what, folder, fix in folders:
+        if what == "the artifact store" and folder.is_dir():
+            continue  # a finished store on a read-only disk still scores: the run's first write tells
         reason = _unwritable(folder)
         if reason:
             problems.append(Problem(f"{what} {folder} cannot be written ({reason})", fix))
