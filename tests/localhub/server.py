@@ -199,15 +199,16 @@ class LocalHubServer:
             self._threads.append(thread)
         return self
 
-    def stop(self) -> None:
-        """Go away: stop listening and close every open connection (a client mid-run sees it)."""
+    def stop(self, keep: socket.socket | None = None) -> None:
+        """Go away: stop listening and close every open connection (a client mid-run sees it);
+        ``keep``: one its handler closes itself."""
         if not self._threads:
             return
         for httpd in (self._httpd, self._cdn):
             httpd.shutdown()
             httpd.server_close()
         with self._lock:
-            for sock in list(self._sockets):
+            for sock in list(self._sockets - {keep}):
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
                 except OSError:
@@ -297,7 +298,9 @@ def _handler(hub: LocalHubServer):
                 hub.go_away_at = None
                 hub._record(self.command, self.path, 0)
                 self.close_connection = True
-                threading.Thread(target=hub.stop, daemon=True).start()
+                # stopped before this handler returns: the client's retries find nothing listening;
+                # this connection then closes cleanly (FIN), not reset
+                hub.stop(keep=self.connection)
                 return
             try:
                 status = self._route(parts, head, post)
