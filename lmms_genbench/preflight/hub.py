@@ -79,7 +79,7 @@ class HubProbe:
                 return None
             from huggingface_hub.errors import OfflineModeIsEnabled
 
-            line = dataset_failure(OfflineModeIsEnabled("offline"), task, repo, config, revision, offline=True)
+            line = dataset_failure(OfflineModeIsEnabled("no cached copy"), task, repo, config, revision, offline=True)
             return Problem(line.cause, line.fix, hub=what)
         if self.unreachable:
             return Problem(f"{what}: not checked, the Hub did not answer", "", hub=what)
