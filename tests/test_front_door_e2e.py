@@ -10,6 +10,10 @@ rows, so these runs check the plumbing (ids, revisions, tokens, joins, loading, 
 never the real models' behaviour or scores. What a user adds for a CPU: ``*.device=cpu``,
 small ``generator.width/height``, and ``LMMS_GENBENCH_FID_FEATURES=fid-helper`` (clean-fid's
 Inception downloads from GitHub, not from the hub).
+
+Also here: docs/running.md's llava + SD3.5 command (generator pinned to a commit sha),
+docs/models.md's unified Janus command, the hub dying mid-run and coming back, and a ChEF recipe
+on its hub dataset (a strict xfail: a known bug, see its reason).
 """
 
 import pytest

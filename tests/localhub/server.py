@@ -17,8 +17,10 @@ From a test::
         env = hub.env(hf_home=tmp_path / "hf")          # HF_ENDPOINT, offline switches off, HF_HOME
         subprocess.run([...], env={**os.environ, **env})  # clients read HF_ENDPOINT at import
 
-``tests/conftest.py``'s session fixture ``local_hub`` serves every repo of
-:func:`tests.localhub.repos.add_all` (the doc/example model ids and the task datasets).
+``tests/conftest.py``'s session fixture ``local_hub`` serves what :func:`tests.localhub.repos.add_all`
+adds (the headline command's models and scorer networks, every task dataset; MME gated); a test
+adds more ids with ``add_models(local_hub, ids=[...])`` (``repos.MODELS``). The token
+:data:`ACCEPTED` has accepted every gated repo's terms, :data:`NOT_ACCEPTED` none.
 
 From a shell (builds the same repos once under ``--cache``, then serves until Ctrl-C)::
 
@@ -37,14 +39,17 @@ What it answers (found by logging the real clients' requests; ``hub.requests`` k
   as the real hub's CDN redirect; ``Range`` requests get 206;
 * a revision is a branch name (``main``, ``refs/convert/parquet``) or the 40-hex commit sha the
   server derives from the folder's files;
-* ``GET /api/whoami-v2`` for the two tokens below; any other token is refused (401) on every
+* ``GET /api/whoami-v2`` for the two tokens above; any other token is refused (401) on every
   endpoint, as the hub refuses invalid credentials;
 * failures as the hub sends them (``X-Error-Code``): an unknown repo 401 (404 with a token)
   ``RepoNotFound``, an unknown revision 404 ``RevisionNotFound``, a missing file 404
   ``EntryNotFound``, a gated repo's file 401 ``GatedRepo`` without a token and 403 with a token
-  that has not accepted the terms; :meth:`LocalHubServer.stop` makes the server go away
-  (open connections included), ``hub.go_away_at = "/api/models/org/x"`` makes it die on the first
-request whose path starts so (mid-run, at a known point), ``hub.cut_downloads = n`` closes the next
+  that has not accepted the terms;
+* ``GET /api/agent-harnesses`` (huggingface_hub >= 2 asks): an empty registry.
+
+Going away: :meth:`LocalHubServer.stop` (open connections included); ``hub.go_away_at =
+"/api/models/org/x"`` dies on the first request whose path starts so (mid-run, at a known
+point: the client's retries then find nothing listening); ``hub.cut_downloads = n`` closes the next
 n file downloads halfway.
 """
 
