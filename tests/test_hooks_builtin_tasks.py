@@ -8,6 +8,7 @@ failure record is scored as any other text (before issue 32 pope read 0.5, ocrbe
 ``n_failed`` row was added, and mme stopped with "MME only supports pairwise evaluation")."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,9 @@ def _run(mode, tmp_path):
     out.mkdir()
     env = offline_env(tmp_path)
     env.pop("OMP_NUM_THREADS")  # the smoke-preset thread setting is one of the hooks looked for
-    proc = subprocess.run([sys.executable, "-m", "tests.builtin_tasks_run", mode, str(out)], cwd=ROOT,
+    # run from the test's folder: lmms-eval's ocrbench writes results/ under the working directory
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "tests.builtin_tasks_run", mode, str(out)], cwd=out,
                           env=env, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "run.json").read_text())
