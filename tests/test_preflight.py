@@ -89,6 +89,9 @@ def test_cuda_asked_for_is_one_problem_naming_every_role():
     assert "describer.device=cpu, generator.device=cpu" in problem.fix
     assert device_problem(roles, cuda_devices=2) is None
     assert "8 processes" in device_problem(roles, cuda_devices=2, processes=8).cause
+    # lmms-eval's qwen2_5_vl puts inputs on cuda while its device_map is "auto": the hint names both
+    qwen = [Role("describer", "qwen2_5_vl", {}, "describer.", defaults={"device": "cuda", "device_map": "auto"})]
+    assert "describer.device=cpu, describer.device_map=cpu (slow" in device_problem(qwen, cuda_devices=0).fix
 
 
 def test_an_api_describer_without_its_key_and_a_missing_folder_are_named(tmp_path, monkeypatch):

@@ -144,7 +144,7 @@ def _refuses_extra(cls: type) -> bool:
 
 def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> Problem | None:
     """One problem for every role that asks for CUDA on a machine with fewer GPUs than asked."""
-    asking = []
+    asking, cpu = [], []
     for role in roles:
         defaults = dict(role.defaults) if role.kind == "describer" else {}
         if role.name in ("diffusers", "janus"):
@@ -155,14 +155,18 @@ def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> 
         for key, value, given in candidates:
             if isinstance(value, str) and value.startswith("cuda"):
                 asking.append(f"{role.prefix}{key}={value}" + ("" if given else " (its default)"))
+                cpu.append(f"{role.prefix}{key}=cpu")
+                # lmms-eval's qwen2_5_vl sends inputs to cuda while device_map is its default "auto",
+                # whatever device says: the CPU needs both
+                if key == "device" and "device_map" in defaults and "device_map" not in role.args:
+                    cpu.append(f"{role.prefix}device_map=cpu")
                 break
     if not asking:
         return None
     if cuda_devices == 0:
-        cpu = ", ".join(f"{a.split('=')[0]}=cpu" for a in asking)
         return Problem(f"CUDA is asked for ({', '.join(asking)}) but this machine has no CUDA device "
                        "(torch.cuda.is_available() is False)",
-                       f"run on a machine with a CUDA GPU, or on the CPU with {cpu} (slow for real models); "
+                       f"run on a machine with a CUDA GPU, or on the CPU with {', '.join(cpu)} (slow for real models); "
                        "rescoring a finished store loads nothing: LMMS_GENBENCH_PREFLIGHT=0 skips this check")
     if processes > cuda_devices:
         return Problem(f"{processes} processes with CUDA are asked for but this machine has {cuda_devices} GPU(s)",
