@@ -135,3 +135,27 @@ def test_a_task_with_no_score_says_so_last(tmp_path):
     failed = json.loads(report.read_text())["failed_docs"]
     assert [f["chain_id"] for f in failed] == ["broken.png", "truncated.jpg"]
     assert all("unreadable image" in f["reason"] for f in failed)
+
+
+def test_a_hub_that_stops_answering_while_weights_load_is_named_with_its_endpoint(monkeypatch):
+    """A connection reset mid-download (tests/test_front_door_e2e.py's server going away) used to end
+    in "ReadError: Connection reset by peer", naming neither the Hub nor the way out."""
+    import httpx
+
+    from lmms_genbench.core.errors import load_failure
+
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:8765")
+    try:
+        try:
+            raise httpx.ReadError("[Errno 104] Connection reset by peer")
+        except httpx.ReadError as reset:
+            raise OSError("We couldn't connect to load this file") from reset
+    except OSError as exc:
+        line = str(load_failure(exc, "generator", "diffusers", {"pretrained": "org/pipe"}, "generator."))
+    assert "the Hugging Face Hub at http://127.0.0.1:8765 could not be reached or stopped answering" in line
+    assert "ReadError: [Errno 104] Connection reset by peer" in line
+    assert "HF_HUB_OFFLINE=1" in line and "rerun the same command" in line
+    assert "\n" not in line
+    # a local folder's failure is not blamed on the network
+    local = load_failure(ValueError("bad config"), "generator", "diffusers", {"pretrained": "/"}, "generator.")
+    assert "Hugging Face Hub" not in str(local)

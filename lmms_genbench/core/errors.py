@@ -21,11 +21,16 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["VERBOSITY_ENV", "ActionableError", "WrongModelError", "describe", "from_exception", "load_failure", "one_line"]
+__all__ = ["NETWORK_ERRORS", "VERBOSITY_ENV", "ActionableError", "WrongModelError", "describe", "from_exception",
+           "load_failure", "network_error", "one_line"]
 
 #: set by lmms-eval from ``--verbosity``; DEBUG prints the cause's traceback too
 VERBOSITY_ENV = "VERBOSITY"
 _MAX_CHARS = 500
+#: class names (the error's or a base's) meaning the network or the server failed, before or during a
+#: transfer (requests', httpx's and the standard library's; matched by name: the clients move them)
+NETWORK_ERRORS = ("ConnectionError", "ConnectError", "ReadError", "RemoteProtocolError", "TimeoutException",
+                  "TimeoutError")
 
 
 def one_line(text: object, limit: int = _MAX_CHARS) -> str:
@@ -107,6 +112,18 @@ def from_exception(exc: BaseException, cause: str, fix: str) -> ActionableError:
 WEIGHT_ARGS = ("pretrained", "model_version", "model", "path")
 
 
+def network_error(exc: BaseException) -> BaseException | None:
+    """The first error among ``exc``, its causes and contexts that is a network failure, or None."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if any(cls.__name__ in NETWORK_ERRORS for cls in type(error).__mro__):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
 def load_failure(
     exc: BaseException, role: str, name: str, args: Mapping[str, Any], prefix: str = "", otherwise: str = ""
 ) -> ActionableError:
@@ -126,6 +143,16 @@ def load_failure(
         return from_exception(
             exc, f"the {role} {name} did not load: its weights {prefix}{weight}={value} do not exist",
             f"give {prefix}{weight}=<an existing checkpoint folder or a hub id>{otherwise}",
+        )
+    network = network_error(exc)
+    if network is not None and not os.path.isdir(os.path.expanduser(value)):
+        endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+        return from_exception(
+            exc, f"the {role} {name} did not load with {prefix}{weight}={value}: the Hugging Face Hub at "
+                 f"{endpoint} could not be reached or stopped answering ({describe(network)})",
+            f"check the network or proxy (HF_ENDPOINT names the Hub or a mirror) and rerun the same command "
+            f"(what is stored is reused), or run offline (HF_HUB_OFFLINE=1) from a cache that holds the "
+            f"weights{otherwise}",
         )
     return from_exception(
         exc, f"the {role} {name} did not load with {prefix}{weight}={value}",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import ActionableError, from_exception
+from ..core.errors import NETWORK_ERRORS, ActionableError, from_exception
 
 logger = logging.getLogger(__name__)
 
@@ -168,8 +168,7 @@ def failure_kind(exc: BaseException, offline: bool | None = None) -> str:
         return "offline"
     if any(_is(e, "LocalEntryNotFoundError") for e in chain):
         return "offline"  # asked for the cache only (local_files_only) and it has no copy
-    network = ("ConnectionError", "ConnectError", "TimeoutException", "TimeoutError")
-    if any(_is(e, name) for e in chain for name in network):
+    if any(_is(e, name) for e in chain for name in NETWORK_ERRORS):
         return "network"
     return "other"
 
