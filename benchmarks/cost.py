@@ -8,7 +8,7 @@
 
 Counts are exact: chains come from the datasets' documented sizes (``DOCS`` below, sources
 named), hops from each task's YAML (``iterations`` / ``generations``, ``direction``), and which
-hops describe and which draw from ``engine.chain.hop_kind``, the function the engine itself
+hops describe and which draw from ``store.chain.hop_kind``, the function the engine itself
 uses. They count first attempts on an empty store; a resumed run computes only what is
 missing, and failed requests retried by a client add to them.
 
@@ -84,7 +84,7 @@ def task_config(path: Path) -> dict:
 
 def protocol_counts(task: str) -> dict:
     """Describe and draw calls, images to encode or detect, for one task on an empty store."""
-    from lmms_genbench.engine.chain import hop_kind
+    from lmms_genbench.store import hop_kind
 
     entry = DOCS[task]
     kw = task_config(TASKS / entry["yaml"])["generation_kwargs"]

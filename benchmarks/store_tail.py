@@ -6,7 +6,7 @@ On ``--n`` images of ``--side`` px (package photos, mirrored and shifted), media
 * write, before: PNG-encode into the file, then read the file back to hash it;
   after: encode and hash the bytes on a 2-thread pool, write the bytes in order;
 * read, before: decode every stored PNG (what the scorer did); after: read the bytes,
-  hash them, hand out a copy of the held image (``engine.held``).
+  hash them, hand out a copy of the held image (``store.held``).
 
     python benchmarks/store_tail.py [--n 32] [--side 512] [--repeats 5]
 """
@@ -38,7 +38,7 @@ def pictures(n: int, side: int) -> list[Image.Image]:
 
 def write_before(images, folder: Path) -> list[str]:
     from lmms_genbench.core.keys import atomic_write
-    from lmms_genbench.engine.verify import sha256_file
+    from lmms_genbench.store import sha256_file
 
     shas = []
     for i, image in enumerate(images):
@@ -50,8 +50,8 @@ def write_before(images, folder: Path) -> list[str]:
 
 def write_after(images, folder: Path) -> list[str]:
     from lmms_genbench.core.keys import atomic_write
-    from lmms_genbench.engine import held
-    from lmms_genbench.engine.store import encode_png
+    from lmms_genbench.store import held
+    from lmms_genbench.store import encode_png
 
     def encode(image):
         blob = encode_png(image)
@@ -76,7 +76,7 @@ def read_before(folder: Path, n: int):
 
 
 def read_after(folder: Path, n: int):
-    from lmms_genbench.engine import held
+    from lmms_genbench.store import held
 
     return [held.load_rgb(folder / f"{i:03d}.png") for i in range(n)]
 
@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--side", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    from lmms_genbench.engine import held
+    from lmms_genbench.store import held
 
     images = pictures(args.n, args.side)
     times: dict[str, list[float]] = {k: [] for k in ("write before", "write after", "read before", "read after")}

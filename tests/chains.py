@@ -7,7 +7,7 @@ from pathlib import Path
 from PIL import Image
 
 from lmms_genbench.engine import ArtifactStore, Chain, ChainFailure
-from lmms_genbench.engine.chain import hop_kind
+from lmms_genbench.store import hop_kind
 
 
 def write_chain(root, chain_id, direction, items, *, length=None, failure=None, scorer=None, namespace="ns"):

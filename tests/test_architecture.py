@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from lmms_eval.utils import load_yaml_config
 
-from lmms_genbench.engine import Chain
+from lmms_genbench.store import Chain
 
 from . import import_graph
 
@@ -31,6 +31,22 @@ def test_the_core_layer_imports_nothing_else_from_the_package():
     core = {m: sorted(t for t, _ in edges if not t.startswith("lmms_genbench.core"))
             for m, edges in graph.items() if m.startswith("lmms_genbench.core")}
     assert all(not targets for targets in core.values()), core
+
+
+def test_the_store_imports_only_the_core():
+    graph = import_graph.imports(module_level_only=False)
+    outside = {m: sorted(t for t, _ in edges if not t.startswith(("lmms_genbench.core", "lmms_genbench.store")))
+               for m, edges in graph.items() if m.startswith("lmms_genbench.store")}
+    assert all(not targets for targets in outside.values()), outside
+
+
+def test_scorers_analysis_and_cli_never_import_the_engine():
+    """They read chains through ``store/``; running a protocol is the engine's and the models'."""
+    graph = import_graph.imports(module_level_only=False)
+    readers = ("lmms_genbench.metrics.scorers", "lmms_genbench.analysis", "lmms_genbench.cli")
+    found = {m: sorted(t for t, _ in edges if t.startswith("lmms_genbench.engine"))
+             for m, edges in graph.items() if m.startswith(readers)}
+    assert {m: t for m, t in found.items() if t} == {}
 
 
 def test_functional_metrics_import_no_network_and_no_scorer():

@@ -11,7 +11,7 @@ from lmms_genbench.analysis import load_run
 from lmms_genbench.analysis.compare import CompareError, compare_runs
 from lmms_genbench.analysis.ranks import RanksError, rank_runs
 from lmms_genbench.cli import main
-from lmms_genbench.engine.chain import Chain
+from lmms_genbench.store import Chain
 
 DATE = "20261123_000000"
 SPEC = {"kind": "mean", "column": "gc"}

@@ -507,7 +507,7 @@ def test_seeds_are_read_wave_by_wave_not_up_front(tmp_path):
 
 
 def test_a_seed_reaches_the_describer_as_decoded_not_through_a_png_round_trip(tmp_path, monkeypatch):
-    from lmms_genbench.engine.store import ChainLocation
+    from lmms_genbench.store import ChainLocation
 
     reads = []
     original = ChainLocation.read_image
@@ -531,8 +531,8 @@ def test_a_seed_reaches_the_describer_as_decoded_not_through_a_png_round_trip(tm
 
 def test_a_failing_store_write_stops_the_run_cleanly_and_keeps_what_was_written(tmp_path, monkeypatch):
     from lmms_genbench.core.errors import ActionableError
-    from lmms_genbench.engine.store import ChainLocation
-    from lmms_genbench.engine.writer import StoreWriteError
+    from lmms_genbench.store import ChainLocation
+    from lmms_genbench.store import StoreWriteError
 
     store, spec = ArtifactStore(tmp_path), _spec()
     CycleEngine(FakeDescriber(), FakeGenerator(), stop_after_hop=1).run(_jobs(store, spec, _colours(3)))

@@ -7,8 +7,8 @@ import hashlib
 import pytest
 from PIL import Image
 
-from lmms_genbench.engine import held
-from lmms_genbench.engine.store import encode_png
+from lmms_genbench.store import held
+from lmms_genbench.store import encode_png
 from lmms_genbench.metrics.scorers.genception import GenCeptionScorer
 
 from .test_cycle_model import _model, _request

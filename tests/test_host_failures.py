@@ -17,7 +17,7 @@ DRAWN = json.dumps({"text": "", "images": ["/x/0000_s0.png"]})
 def test_a_failed_answer_is_recognised_and_anything_else_is_not():
     assert failed_answer([FAILED]) == FailedDoc("refused")
     assert failed_answer([[DRAWN, FAILED]]) == FailedDoc("refused")  # one list per request
-    from lmms_genbench.engine.chain import Chain, ChainFailure
+    from lmms_genbench.store import Chain, ChainFailure
 
     chain = Chain(chain_id="c", direction="image_first", length=2, hops=1, namespace="ns", folder="f",
                   failure=ChainFailure(1, "describe", "refused"))  # a failed cycle doc's answer

@@ -16,7 +16,7 @@ import pytest
 from lmms_genbench.autobench.cache import CallCache
 from lmms_genbench.core.keys import atomic_write, generator_name, settings_hash, slug, slug_key, stable_hash
 from lmms_genbench.engine.protocol import ChainSpec
-from lmms_genbench.engine.store import ArtifactStore
+from lmms_genbench.store import ArtifactStore
 
 A31 = "a" * 31 + ".b c"
 X39 = "x" * 39 + " yz"

@@ -171,7 +171,7 @@ def test_diffusers_per_batch_truncation_warning_is_replaced_by_one_of_ours(flux,
 
 def test_the_chain_record_holds_the_cut_and_reports_sum_it(flux, tmp_path):
     from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
-    from lmms_genbench.engine.verify import read_records, text_cut_summary
+    from lmms_genbench.store import read_records, text_cut_summary
 
     from .fakes import FakeDescriber
 

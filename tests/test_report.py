@@ -20,7 +20,7 @@ from lmms_genbench.analysis.gallery import DocScores, Thumbnails
 from lmms_genbench.analysis.report import build_context, fmt, render, write_report
 from lmms_genbench.analysis.runs import load_run
 from lmms_genbench.cli import main
-from lmms_genbench.engine.chain import Chain
+from lmms_genbench.store import Chain
 
 from .chains import write_chain
 

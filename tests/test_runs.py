@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lmms_genbench.analysis import RunError, load_run
-from lmms_genbench.engine.chain import Chain
+from lmms_genbench.store import Chain
 
 DATE = "20261123_174051"
 

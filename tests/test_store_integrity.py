@@ -15,8 +15,8 @@ from PIL import Image
 from lmms_genbench.cli import main as cli
 from lmms_genbench.core.secrets import scrub
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
-from lmms_genbench.engine.failures import failure_marker
-from lmms_genbench.engine.verify import RECORDS, check_chain
+from lmms_genbench.store import failure_marker
+from lmms_genbench.store import RECORDS, check_chain
 
 from .fakes import FakeDescriber, FakeGenerator
 
@@ -237,7 +237,7 @@ def test_chain_locks_hold_under_lmms_evals_filelock_patch():
     import sys
 
     code = ("import lmms_eval.evaluator as e, tempfile, pathlib; e._enable_reentrant_filelocks()\n"
-            "from lmms_genbench.engine.locks import ChainLocks\n"
+            "from lmms_genbench.store import ChainLocks\n"
             "d = pathlib.Path(tempfile.mkdtemp()); a, b = ChainLocks(), ChainLocks()\n"
             "print(a.try_acquire(d), b.try_acquire(d))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.chain import Chain
+from ..store import Chain
 from .results import finite_or_none
 
 __all__ = ["Card", "DocScores", "Step", "Thumbnails", "build_cards", "doc_order"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.chain import Chain, NotAChainError
+from ..store import Chain, NotAChainError
 from .results import (
     RESULTS_SUFFIX,
     ResultsError,

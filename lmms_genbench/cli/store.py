@@ -19,7 +19,7 @@ def _run_store_verify(args: argparse.Namespace) -> int:
     and every later hop of their chain, to quarantine/<time>/ in the chain's folder, so the next
     run recomputes them; hops written before records existed are checked by decoding and
     recorded."""
-    from lmms_genbench.engine.verify import verify_store
+    from lmms_genbench.store import verify_store
 
     root = Path(args.folder).expanduser()
     if not root.is_dir():
@@ -49,7 +49,7 @@ def _run_store_merge(args: argparse.Namespace) -> int:
     same sha256, or the merge names each conflicting chain, hop and both hashes, writes nothing
     and exits 1. Run it when no job writes to the stores; then score with one run over NEW_STORE
     (it computes nothing)."""
-    from lmms_genbench.engine.merge import MergeConflict, merge_stores
+    from lmms_genbench.store import MergeConflict, merge_stores
 
     try:
         report = merge_stores([Path(s).expanduser() for s in args.stores], Path(args.out).expanduser())

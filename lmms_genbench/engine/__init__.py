@@ -1,11 +1,10 @@
 """The protocol engine shared by every cyclic task."""
 
-from .chain import Chain, ChainFailure, NotAChainError
 from .cycle import ChainJob, ChainOutcome, CycleEngine, RunStats, generation_seed
 from .describer import Describer, LazyDescriber, LmmsDescriber
 from .images import BadImageError, normalize_image
 from .protocol import ChainSpec, GENCEPTION_GENERATE_PROMPT
-from .store import ArtifactStore, ChainLocation
+from ..store import ArtifactStore, Chain, ChainFailure, ChainLocation, NotAChainError
 
 __all__ = [
     "ArtifactStore",

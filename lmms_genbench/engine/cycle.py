@@ -28,14 +28,11 @@ from typing import Any, Callable, Sequence
 
 from ..core.progress import progress_bar
 from ..generators.base import Generator
-from .chain import Chain, ChainFailure
+from ..store import Chain, ChainFailure, ChainLocation, ChainLocks, StoreWriter
 from .describer import Describer
 from .protocol import ChainSpec
-from .locks import ChainLocks
-from .store import ChainLocation
 from .planning import ChainState, chunked, load_lazy, plan
 from .waves import WaveRunner, generation_seed
-from .writer import StoreWriter
 
 logger = logging.getLogger(__name__)
 

@@ -12,8 +12,7 @@ from concurrent.futures import Future
 from typing import Any, Callable, Iterable, Sequence
 
 from ..core.secrets import scrub
-from .chain import ChainFailure
-from .verify import check_chain
+from ..store import ChainFailure, check_chain
 
 __all__ = ["ChainState", "Wave", "chunked", "load_lazy", "plan", "resume"]
 

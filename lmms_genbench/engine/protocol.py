@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.args import ArgumentError, as_int
 from ..core.keys import slug, stable_hash
-from .chain import Direction, Kind, hop_kind
+from ..store import Direction, Kind, hop_kind
 
 # GenCeption's generation prompt, verbatim (paper §2.1 and the authors' code)
 GENCEPTION_GENERATE_PROMPT = (

@@ -20,12 +20,10 @@ from typing import Any, Callable
 
 from ..core.keys import stable_hash
 from ..generators.base import GenerationFailure, GeneratorConfigError
-from .chain import ChainFailure
-from .failures import failure_reason
+from ..store import ChainFailure, StoreWriter, failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .planning import ChainState, Wave, chunked, load_lazy, resume
 from .protocol import ChainSpec
-from .writer import StoreWriter
 
 #: waves in flight at once: one being described while the other is drawn
 WAVES_IN_FLIGHT = 2

@@ -25,7 +25,7 @@ from .. import preflight
 from ..engine.cycle import chunked
 from ..core.errors import ActionableError, from_exception, model_arg_error
 from ..core.keys import atomic_write
-from ..engine.store import ArtifactStore
+from ..store import ArtifactStore
 from ..generators import GenerationFailure, GeneratorConfigError, build_generator_or_explain, config_failure
 from ..core.model_args import optional_int, split_prefixed
 

@@ -101,7 +101,7 @@ def _store_problems(model: str, top: dict[str, Any], output_path: str | None) ->
     """Folders the run writes: the artifact store (cycle), the image folder (t2i), --output_path."""
     folders = []
     if model == "cycle":
-        from ..engine.store import default_root
+        from ..store import default_root
 
         folders.append(("the artifact store", Path(str(top.get("artifacts") or default_root())).expanduser(),
                         "pass --model_args artifacts=<a writable folder> (or set LMMS_GENBENCH_ARTIFACTS)"))

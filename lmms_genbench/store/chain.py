@@ -10,7 +10,7 @@ lmms-eval's per-doc logs and memory stay small.
 
 Hop ``h`` of a chain is an image or a text by its direction (image-first:
 I0 -> T1 -> I2 ...); its file is ``<namespace>/<folder>/<h:03d>.{png,txt}``
-(:class:`lmms_genbench.engine.store.ChainLocation`).
+(:class:`lmms_genbench.store.ChainLocation`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .store import ChainLocation
+from .layout import ChainLocation
 from ..core.args import check_int
 
 Direction = Literal["image_first", "text_first"]

@@ -1,7 +1,7 @@
 """Merge artifact stores by content hash: the stores of independent jobs (a SLURM array with
 ``shard=i/n``, per-node stores of a multi-node run) become one store to score.
 
-Every source chain is verified first (:func:`~lmms_genbench.engine.verify.check_chain`, without
+Every source chain is verified first (:func:`~lmms_genbench.store.verify.check_chain`, without
 repairing the source): only its trusted hops are merged, and the hops it refuses are listed as
 left out. A hop stored in several sources must have the same sha256 everywhere; the first hop
 where two sources differ is a conflict, named by chain, hop and both hashes, and a merge with

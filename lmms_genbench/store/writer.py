@@ -28,7 +28,7 @@ from typing import Any
 
 from ..core.errors import ActionableError, describe
 from . import held
-from .store import ChainLocation, encode_png
+from .layout import ChainLocation, encode_png
 from .verify import append_record, sha256_file
 
 __all__ = ["StoreWriteError", "StoreWriter"]

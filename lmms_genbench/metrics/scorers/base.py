@@ -63,8 +63,7 @@ import numpy as np
 from ...core.errors import WrongModelError, from_exception
 from ...core.keys import atomic_write, json_nulls, strict_json
 from ...core.registry import lookup
-from ...engine.chain import Chain, NotAChainError
-from ...engine.verify import text_cut_summary
+from ...store import Chain, NotAChainError, text_cut_summary
 from ..functional.intervals import bootstrap_intervals, check_spec, no_interval
 from .blocks import bar_blocks, load_rgb, parallel_blocks, prefetched_blocks, scoring_workers, unit_rows
 from .records import HOST_SCORES, ChainRecord, MetricItem, Triage, doc_means, host_key, unique_records
@@ -367,7 +366,7 @@ class ChainScorer:
             "failed_docs_total": len(failed),
         }
         budget = text_cut_summary((Path(r.namespace) / r.folder, r.hops) for r in records)
-        if budget:  # the share of drawn descriptions each text encoder cut (engine.verify)
+        if budget:  # the share of drawn descriptions each text encoder cut (store.verify)
             payload["text_budget"] = budget
         payload, nulls = json_nulls(payload)
         payload["null_reasons"] = {p: self.null_reason(p, report) for p in nulls}

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from ...engine import held
+from ...store import held
 
 __all__ = ["bar_blocks", "load_rgb", "parallel_blocks", "prefetched_blocks", "scoring_workers", "unit_rows"]
 
 
 def load_rgb(path: str):
     """A stored image as RGB; one the engine drew in this process comes from memory, not
-    decoded again (:mod:`lmms_genbench.engine.held`: verified by the file's sha256)."""
+    decoded again (:mod:`lmms_genbench.store.held`: verified by the file's sha256)."""
     return held.load_rgb(path)
 
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...engine.chain import hop_kind
-from ...engine.store import ChainLocation
+from ...store import ChainLocation, hop_kind
 
 __all__ = ["HOST_SCORES", "ChainRecord", "MetricItem", "Triage", "doc_means", "host_key", "unique_records"]
 

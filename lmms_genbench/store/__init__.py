@@ -1,0 +1,26 @@
+"""The artifact store: where chains live on disk and everything that reads or writes them.
+
+One public face for the engine, the scorers, ``analysis/`` and the CLI: the chain record
+(chain.py), the layout of folders and files (layout.py), hop records and their verification
+(verify.py), per-chain locks (locks.py), the background writer (writer.py), images held for
+a scorer in the same process (held.py), failure markers of host answers (failures.py) and
+merging stores by content hash (merge.py). Nothing here imports the engine that runs chains.
+"""
+
+from . import held
+from .chain import DIRECTIONS, Chain, ChainFailure, Direction, Kind, NotAChainError, hop_kind
+from .failures import failure_marker, failure_reason
+from .layout import DEFAULT_ROOT_ENV, ArtifactStore, ChainLocation, default_root, encode_png
+from .locks import LOCK_NAME, ChainLocks
+from .merge import Conflict, MergeConflict, MergeReport, merge_stores
+from .verify import (QUARANTINE, RECORDS, ChainCheck, append_record, chain_folders, check_chain, hop_files,
+                     read_records, sha256_file, text_cut_summary, verify_store)
+from .writer import StoreWriteError, StoreWriter
+
+__all__ = [
+    "ArtifactStore", "Chain", "ChainCheck", "ChainFailure", "ChainLocation", "ChainLocks", "Conflict",
+    "DEFAULT_ROOT_ENV", "DIRECTIONS", "Direction", "Kind", "LOCK_NAME", "MergeConflict", "MergeReport",
+    "NotAChainError", "QUARANTINE", "RECORDS", "StoreWriteError", "StoreWriter", "append_record",
+    "chain_folders", "check_chain", "default_root", "encode_png", "failure_marker", "failure_reason", "held",
+    "hop_files", "hop_kind", "merge_stores", "read_records", "sha256_file", "text_cut_summary", "verify_store",
+]
