@@ -83,7 +83,7 @@ class FakeGenerator:
     def generate(self, prompts, seeds):
         from PIL import Image
 
-        from lmms_genbench.generators.base import GenerationFailure
+        from lmms_genbench.core.failures import GenerationFailure
 
         self.calls += len(prompts)
         if self.fail:

@@ -16,7 +16,7 @@ from PIL import Image
 
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
 from lmms_genbench.generators import GenerationFailure
-from lmms_genbench.generators.base import GeneratorConfigError
+from lmms_genbench.core.failures import GeneratorConfigError
 from lmms_genbench.generators.unified import (
     UNIFIED_MODELS,
     UnifiedModel,

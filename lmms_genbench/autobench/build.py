@@ -21,7 +21,8 @@ from typing import Any
 from PIL import Image
 
 from ..core.keys import stable_hash
-from ..generators.base import GenerationFailure, Generator
+from ..core.failures import GenerationFailure
+from ..generators.base import Generator
 from . import prompts as P
 from .balance import balanced_letters, letter_counts, move_answer
 from .cache import CallCache

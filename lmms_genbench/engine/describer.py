@@ -8,7 +8,7 @@ from typing import Any, Callable, Protocol, Sequence
 from PIL import Image
 
 from .. import host
-from ..generators.base import GenerationFailure
+from ..core.failures import GenerationFailure
 
 # the describer's own task name in the model's logs (see lmms_genbench.host)
 _TASK = "lmms_genbench_describe"

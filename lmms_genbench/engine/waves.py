@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..core.keys import stable_hash
-from ..generators.base import GenerationFailure, GeneratorConfigError
+from ..core.failures import GenerationFailure, GeneratorConfigError
 from ..store import ChainFailure, StoreWriter, failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .planning import ChainState, Wave, chunked, load_lazy, resume

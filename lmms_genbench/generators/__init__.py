@@ -1,6 +1,7 @@
 """Text-to-image backends behind one interface (see :mod:`.base`)."""
 
-from .base import GenerationFailure, GenerationResult, Generator, GeneratorConfigError, config_failure
+from ..core.failures import GenerationFailure, GeneratorConfigError
+from .base import GenerationResult, Generator, config_failure
 from .lazy import GeneratorPlan, LazyGenerator, LazyUnified, plan_generator
 from .registry import build_generator, build_generator_or_explain, explain_generator_failure, generator_names
 

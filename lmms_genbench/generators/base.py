@@ -2,39 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol, Sequence, Union, runtime_checkable
 
 from PIL import Image
 
 from ..core.errors import ActionableError, from_exception
-
-
-@dataclass(frozen=True)
-class GenerationFailure:
-    """A prompt the backend could not turn into an image, with the reason.
-
-    Returned in place of an image so one bad prompt never sinks its batch.
-    """
-
-    reason: str
+from ..core.failures import GenerationFailure, GeneratorConfigError
 
 
 GenerationResult = Union[Image.Image, GenerationFailure]
-
-
-class GeneratorConfigError(RuntimeError):
-    """The backend cannot work at all (bad key, no quota, unknown model).
-
-    Raised rather than returned per prompt: the engine stops the run instead
-    of failing every doc, and of paying for descriptions nobody will draw.
-    ``fix``: what the user should change, shown in the run's last line
-    (:func:`config_failure`).
-    """
-
-    def __init__(self, message: str, fix: str = "") -> None:
-        super().__init__(message)
-        self.fix = fix
 
 
 def config_failure(exc: GeneratorConfigError, name: str, prefix: str = "generator.") -> ActionableError:

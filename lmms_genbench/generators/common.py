@@ -12,7 +12,8 @@ from typing import Any
 from PIL import Image
 
 from ..core.args import ArgumentError
-from .base import GenerationFailure, GenerationResult
+from ..core.failures import GenerationFailure
+from .base import GenerationResult
 
 __all__ = ["DTYPES", "MAX_REASON_CHARS", "check_device", "check_image", "describe_error", "log_info", "resolve_dtype"]
 

@@ -16,7 +16,8 @@ from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
 from ..core.deps import require
 from ..core.keys import generator_name
 from . import pipeline_rules as rules
-from .base import GenerationFailure, GenerationResult
+from ..core.failures import GenerationFailure
+from .base import GenerationResult
 from .common import DTYPES, check_device, check_image, describe_error, log_info, resolve_dtype
 from .lazy import GeneratorPlan
 from .weights import folder_identity, is_local_folder, legacy_identity

@@ -30,7 +30,8 @@ from PIL import Image
 
 from .. import host
 from ..core.args import ArgumentError, as_int
-from .base import GenerationFailure, GenerationResult
+from ..core.failures import GenerationFailure
+from .base import GenerationResult
 from .common import MAX_REASON_CHARS, check_image, describe_error
 
 __all__ = ["REGISTRY_FIXES", "LmmsGenerator", "read_answer", "repair_registration"]

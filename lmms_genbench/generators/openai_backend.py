@@ -34,7 +34,8 @@ from PIL import Image
 
 from ..core.args import ArgumentError, as_float, as_int, as_str
 from ..core.keys import generator_name
-from .base import GenerationFailure, GenerationResult, GeneratorConfigError
+from ..core.failures import GenerationFailure, GeneratorConfigError
+from .base import GenerationResult
 
 logger = logging.getLogger(__name__)
 

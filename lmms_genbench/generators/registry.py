@@ -10,7 +10,8 @@ from typing import Any
 
 from ..core.errors import ActionableError, load_failure
 from ..core.registry import Registry
-from .base import Generator, GeneratorConfigError, config_failure
+from ..core.failures import GeneratorConfigError
+from .base import Generator, config_failure
 
 GENERATORS = Registry(
     {

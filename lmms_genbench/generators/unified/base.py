@@ -41,7 +41,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from PIL import Image
 
-from ..base import GenerationFailure, GenerationResult
+from ...core.failures import GenerationFailure
+from ..base import GenerationResult
 from ..common import describe_error
 
 logger = logging.getLogger(__name__)

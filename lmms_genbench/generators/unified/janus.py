@@ -23,7 +23,8 @@ from PIL import Image
 from ...core.deps import require
 from ...core.args import as_choice, as_float, as_int, as_str
 from ...core.keys import generator_name
-from ..base import GenerationResult, GeneratorConfigError
+from ...core.failures import GeneratorConfigError
+from ..base import GenerationResult
 from ..common import DTYPES, check_device, check_image, describe_error, resolve_dtype
 from ..lazy import GeneratorPlan
 from .base import DescribeResult, run_isolated

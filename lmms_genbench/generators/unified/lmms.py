@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...core.args import ArgumentError
-from ..base import GenerationFailure, GenerationResult
+from ...core.failures import GenerationFailure
+from ..base import GenerationResult
 from ..lmms_backend import LmmsGenerator
 from .base import run_isolated
 
