@@ -5,7 +5,7 @@ import json
 import pytest
 from PIL import Image
 
-from lmms_genbench.chef.summary import summarize
+from lmms_genbench.analysis.chef_summary import summarize
 from lmms_genbench.cli import main
 
 

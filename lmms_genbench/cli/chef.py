@@ -11,7 +11,7 @@ def run_summary(args: argparse.Namespace) -> int:
     """Read lmms-eval results files of chef_* tasks (one model each; files with the same label
     are merged), average each desideratum over its scenarios, normalise to 0-100 and write
     chef_summary.json, chef_desiderata.png and chef_reliability.png."""
-    from lmms_genbench.chef.summary import write_summary
+    from lmms_genbench.analysis.chef_summary import write_summary
 
     prog = "lmms-genbench chef summary"
     if not take_results(prog, args, lambda f: any(t.startswith("chef_") for t in task_names(f))):
