@@ -54,6 +54,9 @@ def test_every_smoke_task_scores_every_doc(run):
         m = _metrics(results, task)
         assert m["n_docs"] == 6 and m["n_failed"] == 0, (task, m)
         assert len(samples[task]) == 6
+        # every smoke question has a photo: each variant showed the inner model its image(s)
+        shown = [v["n_images"] for s in samples[task] for v in _response(s)["variants"]]
+        assert min(shown) >= 1, (task, shown)
     # headline metrics carry the bootstrap's standard error where lmms-eval keeps its own
     r = results["results"]
     for task, metric in (("chef_hallucination_smoke", "pope_accuracy"), ("chef_calibration_smoke", "ece"),

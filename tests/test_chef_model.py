@@ -17,13 +17,14 @@ class ScriptedInner:
 
     def __init__(self, losses, answer="(B) purple"):
         self.losses, self.answer = losses, answer
-        self.calls = []
+        self.calls, self.shown = [], []
 
     def generate_until(self, requests):
         out = []
         for r in requests:
             ctx, _kwargs, to_visual, doc_id, task, split = r.args
-            self.calls.append(("gen", ctx, len(to_visual(self.task_dict[task][split][doc_id]))))
+            self.shown.append(to_visual(self.task_dict[task][split][doc_id]))
+            self.calls.append(("gen", ctx, len(self.shown[-1])))
             out.append("it looks purple" if ctx.endswith(COT_TRIGGER) else self.answer)
         return out
 
@@ -48,7 +49,8 @@ def _request(inferencer, options=("(A) red", "(B) purple")):
     payload = {"chef": 1, "key": "k", "inferencer": inferencer, "desideratum": "calibration",
                "answer_prompt": "Answer:", "judge_samples": 0, "question": "Q?", "gold_text": "purple",
                "variants": [{"name": "base", "prompt": "Q?\nOptions: (A) red (B) purple", "options": list(options),
-                             "labels": ["A", "B"], "option_texts": ["red", "purple"], "gold": 1, "visuals": [0]}]}
+                             "labels": ["A", "B"], "option_texts": ["red", "purple"], "gold": 1, "visuals": [0]}],
+               "n_visuals": 1}
     return Instance(request_type="generate_until",
                     arguments=(json.dumps(payload), {"max_new_tokens": 8}, lambda doc: ["img"], 0, "t", "s"),
                     idx=0, metadata={"task": "t", "doc_id": 0, "repeats": 1})
@@ -101,3 +103,37 @@ def test_a_bad_request_fails_alone():
                    metadata={"task": "t", "doc_id": 0, "repeats": 1})
     out = [json.loads(o) for o in model.generate_until([bad, _request("ppl")])]
     assert "error" in out[0] and out[1]["variants"][0]["pred"] == 0
+
+
+def _with_visual(request, doc_to_visual, doc_id=0):
+    ctx, kwargs, _, _, task, split = request.args
+    return Instance(request_type="generate_until", arguments=(ctx, kwargs, doc_to_visual, doc_id, task, split),
+                    idx=0, metadata={"task": task, "doc_id": doc_id, "repeats": 1})
+
+
+def test_images_come_from_the_full_doc_and_a_missing_one_fails_the_doc():
+    """lmms-eval renders the payload from a doc without its Image columns; the chef model applies
+    the request's doc_to_visual to task_dict's full row. No image there: a failed doc with the
+    reason, never a text-only score; an empty slot (a text-only question) shows no image."""
+    inner = ScriptedInner({"(A) red": 2.0, "(B) purple": 1.0})
+    model = _model(inner)
+    model.task_dict = {"t": {"s": [{"image": "IMG"}, {}, {"image": None}]}}
+
+    def to_visual(doc):
+        if "image" not in doc:
+            raise ValueError("the doc has no image column 'image'")
+        return [doc["image"]]
+
+    out = [json.loads(o) for o in model.generate_until([_with_visual(_request("multiturn"), to_visual, doc_id)
+                                                         for doc_id in range(3)])]
+    assert out[1] == {"error": "ValueError: the doc has no image column 'image'"}
+    assert inner.shown == [["IMG"], []]  # the reasoning of doc 0, then of doc 2
+    assert out[0]["variants"][0]["n_images"] == 1 and out[0]["variants"][0]["pred"] == 1
+    assert out[2]["variants"][0]["n_images"] == 0
+
+
+def test_a_visual_layout_mismatch_fails_the_doc():
+    model = _model(ScriptedInner({"(A) red": 1.0, "(B) purple": 2.0}))
+    model.task_dict = {"t": {"s": [{}]}}
+    (out,) = model.generate_until([_with_visual(_request("ppl"), lambda doc: [])])
+    assert "0 visual slots, the payload lays out 1" in json.loads(out)["error"]

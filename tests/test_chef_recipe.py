@@ -203,12 +203,32 @@ def test_real_scenario_recipes_render_hub_shaped_rows(name):
     ds = datasets.Dataset.from_list(rows)
     pool = R.register_pool(ds)
     ds = ds.add_column("chef_row", list(range(len(ds)))).add_column("chef_pool", [pool] * len(ds))
-    for doc in ds:
-        payload = R.render(doc, rec)
+    # as lmms-eval 0.7.3 (api/task.py): doc_to_text sees the docs without their Image columns,
+    # doc_to_visual (in the chef model) the full row
+    assert isinstance(ds.features["image"], datasets.Image)
+    no_media = ds.remove_columns("image")
+    for doc, bare in zip(ds, no_media):
+        payload = R.render(bare, rec)
+        assert payload == R.render(doc, rec)
         images = R.visuals(doc, rec)
-        assert all(0 <= i < len(images) for v in payload["variants"] for i in v["visuals"])
+        assert len(images) == payload["n_visuals"]
+        assert all(images[i] is not None for v in payload["variants"] for i in v["visuals"])
         assert all(0 <= v["gold"] < len(v["options"]) for v in payload["variants"])
+        with pytest.raises(ValueError, match="no image column 'image'"):
+            R.visuals(bare, rec)
     assert cfg["dataset_path"].startswith("lmms-lab-encoder/")
+
+
+def test_an_empty_image_fails_where_the_scenario_needs_one():
+    mm = {"index": 1, "question": "Q?", "A": "x", "B": "y", "answer": "A", "image": None}
+    with pytest.raises(ValueError, match="image_required"):
+        R.visuals(mm, {"scenario": {"preset": "mmbench"}})
+    sqa = {"question": "Q?", "choices": ["x", "y"], "answer": 0, "image": None}  # ScienceQA-FULL: text-only rows
+    assert R.visuals(sqa, {"scenario": {"preset": "scienceqa"}}) == [None]
+    with pytest.raises(ValueError, match="image_required"):
+        R.visuals(sqa, {"scenario": {"preset": "scienceqa", "image_required": True}})
+    text_only = {"scenario": {"question": "question", "options": "choices", "answer": "answer", "image": None}}
+    assert R.visuals({"question": "Q?", "choices": ["x", "y"], "answer": 0}, text_only) == [None]
 
 
 def test_headline_metrics_get_a_bootstrap_stderr_and_nan_is_none():

@@ -13,12 +13,15 @@ Inception downloads from GitHub, not from the hub).
 
 Also here: docs/running.md's llava + SD3.5 command (generator pinned to a commit sha),
 docs/models.md's unified Janus command, the hub dying mid-run and coming back, and a ChEF recipe
-on its hub dataset (a strict xfail: a known bug, see its reason).
+on its hub dataset (the image reaches the inner model although lmms-eval renders contexts
+from docs without their Image columns).
 """
+
+import json
 
 import pytest
 
-from .lmms_eval_runs import BIN, results_file, run
+from .lmms_eval_runs import BIN, response, results_file, run, samples
 
 pytestmark = pytest.mark.integration
 
@@ -143,15 +146,30 @@ def test_the_hub_going_away_mid_run_then_coming_back(local_hub, tmp_path):
     assert (got["n_scored,none"], got["n_failed,none"]) == (2, 0), got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "chef renders its payload in doc_to_text, which lmms-eval 0.7.3 calls on eval_docs_no_media (Image "
-    "columns removed): every hub image question is rendered text-only (visuals []); multiturn then sends "
-    "llava_hf an empty image list (IndexError in its processor) and ppl scores without the image"))
 def test_a_chef_recipe_on_its_hub_dataset(local_hub, tmp_path):
-    """chef_calibration_mmbench as typed (smoke inner model), MMBench read from the local hub."""
+    """chef_calibration_mmbench (Multi-Turn) and chef_hallucination_random (PPL over Yes/No) as
+    typed (smoke inner model), MMBench and POPE read from the local hub.
+
+    lmms-eval 0.7.3 renders the payload from docs without their Image columns; the chef model
+    takes each doc's image through the request's doc_to_visual on the full row: every variant
+    of every doc showed the inner model one image (the response's ``n_images``), none failed."""
+    first = len(local_hub.requests)
+    tasks = ("chef_calibration_mmbench", "chef_hallucination_random")
     cmd = [str(BIN / "lmms-eval"), "--model", "chef", "--model_args", "preset=smoke,judge=inner",
-           "--tasks", "chef_calibration_mmbench", "--limit", "2", "--output_path", "./logs"]
+           "--tasks", ",".join(tasks), "--limit", "2", "--output_path", "./logs", "--log_samples"]
     proc = run(cmd, tmp_path, timeout=900, **local_hub.env(hf_home=tmp_path / "hf"))
-    assert proc.returncode == 0
+    log = (tmp_path / "lmms_eval.log").read_text()
+    assert proc.returncode == 0, log[-3000:]
     _, results = results_file(tmp_path / "logs")
-    assert results["results"]["chef_calibration_mmbench"]["acc,none"] is not None
+    answers = {}
+    for task, headline in zip(tasks, ("ece", "pope_accuracy")):
+        got = results["results"].get(task)
+        assert got is not None, (task, log[-3000:])
+        assert (got["n_docs,none"], got["n_failed,none"]) == (2, 0), (task, got)
+        assert got[f"{headline},none"] is not None, (task, got)
+        answers[task] = [json.loads(response(s))["variants"][0] for s in samples(tmp_path / "logs", task)]
+        assert [v["n_images"] for v in answers[task]] == [1, 1], answers[task]
+        assert all(len(v["scores"]) == v["n_options"] for v in answers[task])  # every option scored
+    assert all("cot" in v for v in answers[tasks[0]])  # Multi-Turn reasoned first
+    served = [p for _, p, _ in local_hub.requests[first:]]
+    assert all(any(p.startswith(f"/datasets/lmms-lab-encoder/{name}/") for p in served) for name in ("MMBench", "POPE"))

@@ -5,14 +5,17 @@ task. :func:`render` turns one document and the recipe into a *request
 payload*: the JSON context that the ``chef`` model type
 (:mod:`lmms_genbench.models.chef`) reads, and :func:`visuals` gives the images
 in the order the payload's variants index them. Both are pure functions of the
-document, the recipe and its seed.
+document, the recipe and its seed. lmms-eval renders the context from a doc
+without its Image columns, so the model gets the images by applying the request's
+``doc_to_visual`` to the full doc: ``render`` reads no image.
 
 Recipe keys (all optional except ``scenario``)::
 
     scenario:     {preset: mmbench | scienceqa | pope}  or a field mapping:
                   {question: q, hint: h, options: choices | [A, B, C, D],
                    answer: answer, answer_type: index | letter | text,
-                   image: image | photo: <package photo id field>, key: id,
+                   image: image | null (text-only) | photo: <package photo id field>,
+                   image_required: true (an empty image fails the doc), key: id,
                    group: index, group_modulo: 1000000}
     instruction:  {query: "{hint}{question}\\nOptions: {options}",
                    answer_prompt: "Answer:", answer_template: "({label}) {text}"}
@@ -74,13 +77,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     # groups them by index % 1e6; shared DATASET_SCHEMAS.md §5)
     "mmbench": {"question": "question", "hint": "hint", "options": ["A", "B", "C", "D", "E"],
                 "answer": "answer", "answer_type": "letter", "image": "image", "key": "index",
-                "group": "index", "group_modulo": 1_000_000},
-    # lmms-lab-encoder/ScienceQA, ScienceQA-IMG: options a list, answer an index
+                "group": "index", "group_modulo": 1_000_000, "image_required": True},
+    # lmms-lab-encoder/ScienceQA, ScienceQA-IMG: options a list, answer an index; FULL has
+    # text-only questions (image None), so an image is required only where a YAML says so (IMG)
     "scienceqa": {"question": "question", "hint": "hint", "options": "choices",
                   "answer": "answer", "answer_type": "index", "image": "image"},
     # lmms-lab-encoder/POPE: yes/no questions about COCO images
     "pope": {"question": "question", "fixed_options": ["Yes", "No"], "answer": "answer",
-             "answer_type": "text", "image": "image", "key": "question_id"},
+             "answer_type": "text", "image": "image", "key": "question_id", "image_required": True},
 }
 
 # Instruction-following verbalizers (ChEF after Li et al. 2023c): label per option index.
@@ -191,14 +195,29 @@ def normalize(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> Item:
 
 
 def doc_image(doc: Mapping[str, Any], recipe: Mapping[str, Any]):
-    """The document's image (PIL) or None for a text-only question."""
+    """The document's image (PIL), or None for a text-only question.
+
+    Raises ValueError when the image cannot be found: the scenario's image column
+    is not in ``doc`` (lmms-eval 0.7.3 hands ``doc_to_text`` its docs with Image
+    columns dropped: only the full doc carries it), or it is empty in a scenario
+    with ``image_required``. The chef model counts such a doc as failed.
+    """
     spec = _scenario(recipe)
     if spec.get("photo"):
         from lmms_genbench.data.photos import load_package_photo
 
         return load_package_photo(doc[spec["photo"]]).convert("RGB")
-    value = doc.get(spec.get("image", "image"))
+    field = spec.get("image", "image")
+    if field is None:  # a text-only scenario (image: null)
+        return None
+    if field not in doc:
+        raise ValueError(f"the doc has no image column {field!r} (columns: {sorted(doc)[:12]}); "
+                         "set the scenario's image field, or image: null for a text-only scenario")
+    value = doc[field]
     if value is None:
+        if spec.get("image_required"):
+            raise ValueError(f"the doc's image column {field!r} is empty and this scenario needs an image "
+                             "(image_required): not scored text-only")
         return None
     if isinstance(value, str):
         from PIL import Image
@@ -362,7 +381,10 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     """The request payload for one document: the shared fields and one entry per variant.
 
     Visual indices refer to :func:`visuals`' list: 0 is the clean image; each
-    image-corrupted variant and each in-context example adds its own entries.
+    image-corrupted variant and each in-context example adds its own slot.
+    ``render`` never reads an image: lmms-eval calls ``doc_to_text`` on docs whose
+    Image columns are dropped, so the slots are laid out whatever the doc holds
+    and :func:`visuals` (given the full doc) fills them, None where there is no image.
     """
     inferencer = recipe.get("inferencer", "multiturn")
     if inferencer not in INFERENCERS:
@@ -374,7 +396,6 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     seed = int(recipe.get("seed", 0))
     instr = _instruction(recipe)
     item = normalize(doc, recipe)
-    has_image = doc_image(doc, recipe) is not None
     next_visual = 1
     out = []
     for v in _variants(recipe):
@@ -401,16 +422,14 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
                 ex = normalize(ex_doc, recipe)
                 ex_prompt = _query(ex, ex.options, ex.question, instr)
                 examples.append(f"{ex_prompt}\n{instr['answer_prompt']} ({LETTERS[ex.gold]}) {ex.options[ex.gold]}")
-                if doc_image(ex_doc, recipe) is not None:
-                    vis.append(next_visual)
-                    next_visual += 1
-            prompt = "\n\n".join([*examples, prompt])
-        if has_image:
-            if v.get("image"):
                 vis.append(next_visual)
                 next_visual += 1
-            else:
-                vis.append(0)
+            prompt = "\n\n".join([*examples, prompt])
+        if v.get("image"):
+            vis.append(next_visual)
+            next_visual += 1
+        else:
+            vis.append(0)
         continuations = [template.format(label=lab, text=opt) for lab, opt in zip(labels, options)]
         out.append({
             "name": v["name"], "prompt": prompt, "options": continuations, "labels": labels,
@@ -420,24 +439,28 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "chef": 1, "key": item.key, "group": item.group, "inferencer": inferencer, "desideratum": desideratum,
         "answer_prompt": instr["answer_prompt"], "judge_samples": int(recipe.get("judge_samples", 0)),
-        "question": item.question, "gold_text": item.options[item.gold], "variants": out,
+        "question": item.question, "gold_text": item.options[item.gold], "n_visuals": next_visual, "variants": out,
     }
 
 
 def visuals(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> list:
-    """Images in payload order: clean image, then per variant its ICE images and corrupted image."""
+    """The payload's visual slots for the *full* doc (the model's ``task_dict`` row).
+
+    Clean image, then per variant its ICE images and corrupted image, as
+    :func:`render` numbers them (``n_visuals`` entries); None in a slot whose doc has
+    no image (a text-only question or example). Raises ValueError where an image
+    cannot be found (:func:`doc_image`).
+    """
     image = doc_image(doc, recipe)
     seed = int(recipe.get("seed", 0))
     key = normalize(doc, recipe).key
-    out = [image] if image is not None else []
+    out = [image]
     for v in _variants(recipe):
         if v.get("ice"):
             ice = v["ice"]
             for row in retrieve(doc, recipe, ice.get("retriever", "random"), int(ice.get("shots", 1)), seed):
-                ex_image = doc_image(_POOLS[doc["chef_pool"]].docs[row], recipe)
-                if ex_image is not None:
-                    out.append(ex_image)
-        if image is not None and v.get("image"):
+                out.append(doc_image(_POOLS[doc["chef_pool"]].docs[row], recipe))
+        if v.get("image"):
             c = v["image"]
-            out.append(corrupt_image(image, c["corruption"], int(c.get("severity", 3)), seed, key))
+            out.append(None if image is None else corrupt_image(image, c["corruption"], int(c.get("severity", 3)), seed, key))
     return out

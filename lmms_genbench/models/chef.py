@@ -12,8 +12,12 @@ The wrapper issues only ordinary ``generate_until`` and ``loglikelihood``
 requests to the inner model, so every lmms-eval model implementing them works.
 
 Each ``chef_*`` request's context is the JSON payload of
-:func:`lmms_genbench.chef.recipe.render`; its visuals are
-:func:`lmms_genbench.chef.recipe.visuals`. Per variant:
+:func:`lmms_genbench.chef.recipe.render`; its visuals are the request's
+``doc_to_visual`` (:func:`lmms_genbench.chef.recipe.visuals`) applied to the full
+doc, ``self.task_dict[task][split][doc_id]``: lmms-eval 0.7.3 renders contexts
+from docs whose Image columns it dropped. A doc whose images cannot be found
+answers ``{"error": ...}`` (counted by ``n_failed``), never a text-only score.
+Per variant:
 
 * ``direct``: generate after ``answer_prompt``, then match the text to an option;
 * ``ppl``: one loglikelihood request per option (continuation = the option);
@@ -107,6 +111,15 @@ def parse_judge_score(text: str) -> float | None:
         return None
     value = float(m.group())
     return value if 0 <= value <= 10 else None
+
+
+def _slots(images, payload: dict[str, Any]) -> list:
+    """The doc's visual slots, checked against the payload's layout."""
+    images = list(images or [])
+    if len(images) != payload.get("n_visuals"):
+        raise ValueError(f"doc_to_visual gave {len(images)} visual slots, the payload lays out "
+                         f"{payload.get('n_visuals')}: the task's doc_to_visual must be utils.doc_to_visual")
+    return images
 
 
 class ChefModel(lmms):
@@ -234,7 +247,7 @@ class ChefModel(lmms):
                 payload = json.loads(context)
                 if payload.get("chef") != 1:
                     raise ValueError("context is not a chef payload")
-                images = doc_to_visual(self.task_dict[task][split][doc_id]) or []
+                images = _slots(doc_to_visual(self.task_dict[task][split][doc_id]), payload)
                 gen_kwargs = gen_kwargs or {}
                 cot_tokens = optional_int("cot_max_new_tokens", gen_kwargs.get("cot_max_new_tokens")) or self.cot_max_new_tokens
                 answer_tokens = optional_int("max_new_tokens", gen_kwargs.get("max_new_tokens")) or self.answer_max_new_tokens
@@ -247,9 +260,12 @@ class ChefModel(lmms):
                    "inner": self.inner_name, "variants": []}
             outputs.append(out)
             for v in payload["variants"]:
-                rec = {"name": v["name"], "gold": v["gold"], "n_options": len(v["options"]), "pred": -1}
+                shown = [images[i] for i in v["visuals"] if images[i] is not None]
+                # n_images: what the inner model was shown (a text-only question shows none)
+                rec = {"name": v["name"], "gold": v["gold"], "n_options": len(v["options"]), "pred": -1,
+                       "n_images": len(shown)}
                 out["variants"].append(rec)
-                jobs.append({"payload": payload, "out": out, "variant": v, "rec": rec, "images": [images[i] for i in v["visuals"]],
+                jobs.append({"payload": payload, "out": out, "variant": v, "rec": rec, "images": shown,
                              "cot_tokens": cot_tokens, "answer_tokens": answer_tokens})
 
         # round 1: reasoning (cot, multiturn)
