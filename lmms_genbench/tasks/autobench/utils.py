@@ -7,7 +7,12 @@ import os
 
 from lmms_genbench.autobench.balance import LETTERS, move_answer
 from lmms_genbench.autobench.prompts import ANSWER, ANSWER_NO_IMAGE, render
-from lmms_genbench.metrics.functional.autobench import EXTRACTION_RULES, AccuracyStats, accuracy_interval, score_record
+from lmms_genbench.metrics.functional.autobench import (
+    EXTRACTION_RULES,
+    AccuracyStats,
+    accuracy_interval,
+    score_record,
+)
 
 DATASET_ENV = "AUTOBENCH_DATASET"
 
@@ -17,10 +22,7 @@ def load_docs(dataset):
 
     source = os.environ.get(DATASET_ENV)
     if not source:
-        raise ValueError(
-            f"the autobench tasks need the environment variable {DATASET_ENV} set to a build "
-            "folder, a save_to_disk folder or a hub id (from `lmms-genbench autobench build`)"
-        )
+        raise ValueError(f"the autobench tasks need the environment variable {DATASET_ENV} set to a build folder, a save_to_disk folder or a hub id (from `lmms-genbench autobench build`)")
     return load(source)
 
 
@@ -57,8 +59,7 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
 
 
 def doc_to_text_noimage(doc, lmms_eval_specific_kwargs=None):
-    return render(ANSWER_NO_IMAGE, aspect=doc["aspect"], question=doc["question"],
-                  options=_options(doc), description=doc["description"])
+    return render(ANSWER_NO_IMAGE, aspect=doc["aspect"], question=doc["question"], options=_options(doc), description=doc["description"])
 
 
 # what each metric reads from the accuracy statistics of the task's records
@@ -86,8 +87,7 @@ METRICS = [x for m in _METRICS for x in ((m, f"{m}_stderr") if m in _STDERR else
 def process_results(doc, results):
     """Each metric gets ``(its name, the doc's record)``, so one ``aggregate`` serves all."""
     resp = results[0] if results else None
-    rec = score_record(resp if isinstance(resp, str) else None, doc["answer"], doc["level"],
-                       doc["aspect"], doc["capability"])
+    rec = score_record(resp if isinstance(resp, str) else None, doc["answer"], doc["level"], doc["aspect"], doc["capability"])
     # the doc's share of acc, for lmms-eval's --baseline (lmms_genbench.host_scores)
     rec["score"] = float(rec["correct"])
     return {m: (m, rec) for m in METRICS}

@@ -19,8 +19,7 @@ P_DESC = (
 )
 # MME's categories as the GenCeption leaderboard groups them (REFERENCE_NOTES)
 MME_GROUPS = {
-    "visual": ["existence", "count", "position", "color", "posters", "celebrity", "scene",
-               "landmark", "artwork", "commonsense_reasoning"],
+    "visual": ["existence", "count", "position", "color", "posters", "celebrity", "scene", "landmark", "artwork", "commonsense_reasoning"],
     "textual": ["code_reasoning", "numerical_calculation", "text_translation", "OCR"],
 }
 FOLDER_ENV = "MMECEPTION_IMAGE_DIR"

@@ -83,10 +83,7 @@ def geneval_docs(dataset):
 
     path = os.environ.get(GENEVAL_ENV) or str(default_geneval_path())
     if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"sdp_geneval needs GenEval's evaluation_metadata.jsonl: run `lmms-genbench sdp fetch-geneval` "
-            f"or set {GENEVAL_ENV} to the file (looked for {path})"
-        )
+        raise FileNotFoundError(f"sdp_geneval needs GenEval's evaluation_metadata.jsonl: run `lmms-genbench sdp fetch-geneval` or set {GENEVAL_ENV} to the file (looked for {path})")
     return datasets.Dataset.from_list(load_geneval_docs(path, os.environ.get(GENEVAL_PROMPTS_ENV) or None))
 
 
