@@ -253,3 +253,26 @@ def test_headline_metrics_get_a_bootstrap_stderr_and_nan_is_none():
     # the corrupted variant is never right and the clean one at chance: RRM divides by 0
     flat = [_resp("robustness", [("clean", int(i % 4 != 0), 0, 4, None), ("noise", 1, 0, 4, None)]) for i in range(8)]
     assert _aggregate(flat, "rrm") is None and _aggregate(flat, "rrm_stderr") is None
+
+
+def test_a_pool_row_without_its_image_fails_only_the_docs_that_show_it():
+    _, rec = _task("chef_icl_mmbench")
+    rows = _shaped_docs()["mmbench"]
+    rows[4] = {**rows[4], "image": None}
+    ds = datasets.Dataset.from_list(rows)
+    pool = R.register_pool(ds)
+    ds = ds.add_column("chef_row", list(range(len(ds)))).add_column("chef_pool", [pool] * len(ds))
+    bare = ds.remove_columns("image")
+    for i in range(len(ds)):  # top-k by image still ranks the pool: every doc renders
+        R.render(bare[i], rec)
+    shown = {i: {r for v in rec["variants"] if v.get("ice")
+                 for r in R.retrieve(ds[i], rec, v["ice"]["retriever"], v["ice"]["shots"], 0)} for i in range(4)}
+    for i in range(4):
+        if 4 in shown[i]:
+            with pytest.raises(ValueError, match=r"in-context example \(row 4\)"):
+                R.visuals(ds[i], rec)
+        else:
+            assert None not in R.visuals(ds[i], rec)
+    assert any(4 in rows for rows in shown.values())
+    with pytest.raises(ValueError, match="image_required"):
+        R.visuals(ds[4], rec)

@@ -257,8 +257,17 @@ class _Pool:
 
     def image_features(self, recipe) -> np.ndarray:
         if self._image is None:
-            self._image = np.stack([_thumb(doc_image(d, recipe)) for d in self.docs])
+            self._image = np.stack([_thumb(_pool_image(d, recipe)) for d in self.docs])
         return self._image
+
+
+def _pool_image(doc, recipe):
+    # one pool row without its image ranks last (zero thumbnail) instead of failing every
+    # query's top-k; the row fails itself when it is queried or shown as an example
+    try:
+        return doc_image(doc, recipe)
+    except ValueError:
+        return None
 
 
 _POOLS: dict[str, _Pool] = {}
@@ -459,7 +468,10 @@ def visuals(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> list:
         if v.get("ice"):
             ice = v["ice"]
             for row in retrieve(doc, recipe, ice.get("retriever", "random"), int(ice.get("shots", 1)), seed):
-                out.append(doc_image(_POOLS[doc["chef_pool"]].docs[row], recipe))
+                try:
+                    out.append(doc_image(_POOLS[doc["chef_pool"]].docs[row], recipe))
+                except ValueError as exc:
+                    raise ValueError(f"in-context example (row {row}) of variant {v['name']!r}: {exc}") from exc
         if v.get("image"):
             c = v["image"]
             out.append(None if image is None else corrupt_image(image, c["corruption"], int(c.get("severity", 3)), seed, key))
