@@ -142,7 +142,8 @@ def _model_shim() -> str:
 
 
 def _register_models(root: Path) -> Change | None:
-    lines = [f'    "{m}": "lmms_eval.models.genbench.{cls}",  # lmms-genbench (optional: {_INSTALL})' for m, cls in _MODELS.items()]
+    lines = [f"    # lmms-genbench's model types (an optional dependency: {_INSTALL})"]
+    lines += [f'    "{m}": "lmms_eval.models.genbench.{cls}",' for m, cls in _MODELS.items()]
     return _insert(root, "lmms_eval/models/__init__.py", lines, re.compile(r"^AVAILABLE_SIMPLE_MODELS\s*=\s*\{"), "lmms_eval.models.genbench.")
 
 

@@ -64,7 +64,7 @@ def test_export_writes_the_pull_request_once(tmp_path, capsys):
         assert n == len((tree / path).read_text().splitlines()) if state == "new" else state == "edited", path
     listed = {tree / path for _, _, path in rows}
     assert sorted(p for p in tree.rglob("*") if p.is_file() and p not in listed) == [tree / "lmms_eval" / "__init__.py"]
-    assert [(n, p) for n, s, p in rows if s == "edited"] == [(3, "lmms_eval/models/__init__.py"), (3, "pyproject.toml"), (4, "docs/releases/CHANGELOG.md")]
+    assert [(n, p) for n, s, p in rows if s == "edited"] == [(4, "lmms_eval/models/__init__.py"), (3, "pyproject.toml"), (4, "docs/releases/CHANGELOG.md")]
     registry = (tree / "lmms_eval" / "models" / "__init__.py").read_text()
     assert '    "cycle": "lmms_eval.models.genbench.CycleModel",' in registry.split("AVAILABLE_CHAT_TEMPLATE_MODELS")[0]
     assert 'genbench = [\n    "lmms-genbench",\n]' in (tree / "pyproject.toml").read_text()
