@@ -9,7 +9,8 @@ per-doc items. A chain's score is known only once the task's chains are scored t
 the gather, before the samples are written or paired). Right after lmms-eval's own
 aggregation, :func:`fill` gives each scored doc of one of our tasks:
 
-* ``sample[score_key]``: the chain's share of the headline (``ChainScorer.host_scores``:
+* ``sample[score_key]``: the chain's share of the headline (``ChainScorer.scores_by_record``,
+  asked of the scorer each item names for the report it just computed for these items:
   the image's GC@T, the chain's MCD, the prompt's MGG pass rate) and, if the task names
   one, ``sample[cluster_key]``: its MME category, ND400 source or GenEval tag;
 * in place of the headline metric's items, ``{score_key: score, cluster_key: cluster}``,
@@ -28,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .metrics.scorers.base import HOST_SCORES, MetricItem, host_key
+from .metrics.scorers import scorer_named
+from .metrics.scorers.records import MetricItem, host_key
 
 __all__ = ["fill"]
 
@@ -41,9 +43,10 @@ def fill(task_output: Any) -> int:
     config = task_output.task_config if isinstance(getattr(task_output, "task_config", None), Mapping) else {}
     score_key = config.get("score_key") or DEFAULT_SCORE_KEY
     cluster_key = config.get("cluster_key")
+    scores = _chain_scores(getattr(task_output, "sample_metrics", {}))
     filled = 0
     for sample in getattr(task_output, "logged_samples", None) or ():
-        found = _score_of(sample.values(), cluster_key)
+        found = _score_of(sample.values(), scores, cluster_key)
         if found is not None:
             sample[score_key] = found[0]
             if cluster_key and found[1] is not None:
@@ -52,7 +55,7 @@ def fill(task_output: Any) -> int:
     for (metric, _filter), items in list(getattr(task_output, "sample_metrics", {}).items()):
         scored = []
         for i, item in enumerate(items):
-            found = _score_of((item,))
+            found = _score_of((item,), scores)
             if found is not None and found[2] == metric:
                 scored.append((i, (item.record.folder, item.record.namespace),
                                {score_key: found[0], **({cluster_key: found[1]} if cluster_key else {})}))
@@ -63,12 +66,29 @@ def fill(task_output: Any) -> int:
     return filled
 
 
-def _score_of(values, cluster_key: str | None = None) -> tuple[float, str | None, str] | None:
+def _chain_scores(sample_metrics: Mapping) -> dict[tuple, tuple[float, str | None, str]]:
+    """Per :func:`host_key`, each scored chain's score, cluster and metric, as its scorer returns
+    them for the items lmms-eval just aggregated (every metric of a task holds the same records
+    in the same order, so one list per scorer reads the report the aggregation memoised)."""
+    out: dict[tuple, tuple[float, str | None, str]] = {}
+    asked: set[str] = set()
+    for items in list(sample_metrics.values()):
+        chains = [item for item in items if isinstance(item, MetricItem)]
+        for name in sorted({item.scorer for item in chains} - asked):
+            asked.add(name)
+            scorer = scorer_named(name)
+            if scorer is not None:
+                out.update(scorer.scores_by_record([item.record for item in chains if item.scorer == name]))
+    return out
+
+
+def _score_of(values, scores: Mapping[tuple, tuple[float, str | None, str]],
+              cluster_key: str | None = None) -> tuple[float, str | None, str] | None:
     """The host score of the first record among ``values``: a chain's, once scored; or a
     ``(metric, record)`` pair's whose record carries its own numeric ``score`` (AutoBench-V)."""
     for value in values:
         if isinstance(value, MetricItem):
-            return HOST_SCORES.get(host_key(value.record))
+            return scores.get(host_key(value.record))
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], Mapping):
             score = value[1].get(DEFAULT_SCORE_KEY)
             if isinstance(score, (int, float)) and not isinstance(score, bool):

@@ -166,3 +166,47 @@ if __name__ == "__main__":
     print(f"private names imported across packages: {len(private)}")
     for p in private:
         print("  " + p)
+
+
+_MUTATORS = {"append", "add", "update", "pop", "clear", "setdefault", "extend", "remove", "discard", "popitem",
+             "move_to_end", "insert", "appendleft", "popleft"}
+_CONTAINERS = {"dict", "list", "set", "OrderedDict", "defaultdict", "Counter", "deque", "local",
+               "WeakValueDictionary", "WeakKeyDictionary"}
+
+
+def mutable_state() -> dict[str, set[str]]:
+    """module -> names of its process-wide mutable state: a module-level container (a dict, list
+    or set display or comprehension, or a call of a container type or ``threading.local``) that
+    the module changes (an item or attribute assigned or deleted, a mutating method called), and
+    every name a function rebinds with ``global``. Objects of our own classes (a memo inside a
+    scorer instance) are not counted: what this finds is state with no owner but the module."""
+    found: dict[str, set[str]] = {}
+    for path in ROOT.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        containers = set()
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            func = value.func if isinstance(value, ast.Call) else None
+            if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)) or (
+                    func is not None and (getattr(func, "id", None) or getattr(func, "attr", None)) in _CONTAINERS):
+                containers |= {t.id for t in targets if isinstance(t, ast.Name)}
+        changed, rebound = set(), set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                rebound |= set(node.names)
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name)):
+                changed.add(node.func.value.id)
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                changed |= {t.value.id for t in targets
+                            if isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(t.value, ast.Name)}
+        names = (containers & changed) | rebound
+        if names:
+            found[module_name(path)] = names
+    return found

@@ -10,7 +10,7 @@ import pytest
 from lmms_eval.utils import load_yaml_config
 
 from lmms_genbench import host_scores
-from lmms_genbench.metrics.scorers.base import HOST_SCORES, ChainRecord, MetricItem, host_key
+from lmms_genbench.metrics.scorers.base import ChainRecord, MetricItem, host_key
 from lmms_genbench.metrics.scorers.genception import GENCEPTION
 from lmms_genbench.metrics.scorers.mcd import MCD
 from lmms_genbench.metrics.scorers.mgg import MGG
@@ -57,23 +57,32 @@ def _task_output(records, config):
     names = ("gc@3", "gc@3_stderr", "n_scored")
     samples, metrics = [], {(n, "none"): [] for n in names}
     for i, rec in enumerate(records):
-        items = {n: MetricItem(n, rec) for n in names}
+        items = {n: MetricItem(n, rec, GENCEPTION.name) for n in names}
         samples.append({"doc_id": i, "doc_hash": "h", **items})
         for n in names:
             metrics[(n, "none")].append(items[n])
     return SimpleNamespace(task_config=config, logged_samples=samples, sample_metrics=metrics)
 
 
-def test_fill_writes_each_scored_docs_score_and_cluster_and_the_headline_items():
+def _scored(monkeypatch, report):
+    """The scorer's memoised report of the items lmms-eval just aggregated is ``report``."""
+    seen = []
+    monkeypatch.setattr(GENCEPTION, "report", lambda records: seen.append(list(records)) or report)
+    return seen
+
+
+def test_fill_writes_each_scored_docs_score_and_cluster_and_the_headline_items(monkeypatch):
     ok, other, failed = _record("a"), _record("b"), _record("c", status="failed")
     report = {"iterations": 3, "doc_scores": {"chain_ids": ["a", "b"], "columns": {
         "gc": [0.75, 0.5], "category": ["scene", "OCR"]}}}
-    GENCEPTION.remember_host_scores([ok, other, failed], report)
-    assert HOST_SCORES[host_key(ok)] == (0.75, "scene", "gc@3")
-    assert host_key(failed) not in HOST_SCORES
+    scores = GENCEPTION.scores_by_record([ok, other, failed], report)
+    assert scores[host_key(ok)] == (0.75, "scene", "gc@3")
+    assert host_key(failed) not in scores
+    seen = _scored(monkeypatch, report)
 
     out = _task_output([ok, other, failed], {"score_key": "score", "cluster_key": "category"})
     assert host_scores.fill(out) == 2
+    assert seen == [[ok, other, failed]]  # one report asked for, of the items as aggregated
     s0, s1, s2 = out.logged_samples
     assert (s0["score"], s0["category"]) == (0.75, "scene")
     assert (s1["score"], s1["category"]) == (0.5, "OCR")
@@ -87,13 +96,13 @@ def test_fill_writes_each_scored_docs_score_and_cluster_and_the_headline_items()
     assert str(s0["gc@3"]) == "ok"
 
 
-def test_the_filled_items_are_in_chain_order_whatever_the_gather_order():
+def test_the_filled_items_are_in_chain_order_whatever_the_gather_order(monkeypatch):
     """lmms-eval sums the items for its CLT and clustered errors in list order; in chain order
     the two-machine run's sums equal the single run's to the last bit (tests/test_scale_e2e.py)."""
     records = [_record(c) for c in ("d", "a", "c", "b")]
     report = {"iterations": 3, "doc_scores": {"chain_ids": ["a", "b", "c", "d"], "columns": {
         "gc": [0.1, 0.2, 0.3, 0.4], "category": ["x", "y", "x", "y"]}}}
-    GENCEPTION.remember_host_scores(records, report)
+    _scored(monkeypatch, report)
     failed = _record("e", status="failed")
     out = _task_output([records[0], failed, *records[1:]], {"score_key": "score", "cluster_key": "category"})
     host_scores.fill(out)
@@ -103,11 +112,12 @@ def test_the_filled_items_are_in_chain_order_whatever_the_gather_order():
     assert [s["score"] for s in out.logged_samples if "score" in s] == [0.4, 0.1, 0.3, 0.2]  # samples: as logged
 
 
-def test_fill_leaves_other_tasks_and_unscored_chains_alone():
+def test_fill_leaves_other_tasks_and_unscored_chains_alone(monkeypatch):
     plain = SimpleNamespace(task_config={}, logged_samples=[{"doc_id": 0, "exact_match": 1.0}],
                             sample_metrics={("exact_match", "none"): [1.0]})
     assert host_scores.fill(plain) == 0
     assert plain.logged_samples == [{"doc_id": 0, "exact_match": 1.0}]
+    _scored(monkeypatch, {})
     never_scored = _task_output([_record("never-scored-anywhere", length=97)], {})
     assert host_scores.fill(never_scored) == 0
     assert "score" not in never_scored.logged_samples[0]

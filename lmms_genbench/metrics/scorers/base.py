@@ -9,7 +9,8 @@ of what it reports:
 
 * ``fields(doc, chain)``: the doc fields the scorer needs later (a category, a source);
 * ``metric_names(length, settings)``: the names it reports for a chain length;
-* ``score(records, settings, length)``: the report, a flat dict;
+* ``score(records, settings, length)``: the report, a flat dict, with each chain's verdict
+  under ``report["verdicts"]`` (``Triage.reasons()``: read for ``failed_docs``, never written);
 * ``payload(report)``: what goes to ``<namespace>/<report_file>`` beside the chains;
 * ``prepare(record, length)``: what scoring reads of a chain, or why it cannot be scored
   (the report lists each refused doc with that reason); ``score`` sorts its records with
@@ -53,7 +54,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -66,7 +66,7 @@ from ...core.registry import lookup
 from ...store import Chain, NotAChainError, text_cut_summary
 from ..functional.intervals import bootstrap_intervals, check_spec, no_interval
 from .blocks import bar_blocks, load_rgb, parallel_blocks, prefetched_blocks, scoring_workers, unit_rows
-from .records import HOST_SCORES, ChainRecord, MetricItem, Triage, doc_means, host_key, unique_records
+from .records import ChainRecord, MetricItem, Triage, doc_means, host_key, unique_records, verdict_key
 from .reports import ReportCache, no_score
 from .settings import (
     BOOTSTRAP_DEFAULTS, ENV_BATCH, ENV_DEVICE, ENV_DTYPE, KEY_DEFAULTS, OPERATIONAL_SETTINGS, bootstrap_settings,
@@ -79,7 +79,7 @@ __all__ = [
     # the pieces beside it, importable from here as before they moved
     "BOOTSTRAP_DEFAULTS", "ENV_BATCH", "ENV_DEVICE", "ENV_DTYPE", "KEY_DEFAULTS", "OPERATIONAL_SETTINGS",
     "bootstrap_settings", "default_device", "resolve_device_and_batch", "resolve_dtype",
-    "HOST_SCORES", "ChainRecord", "MetricItem", "Triage", "doc_means", "host_key", "unique_records",
+    "ChainRecord", "MetricItem", "Triage", "doc_means", "host_key", "unique_records",
     "ReportCache", "bar_blocks", "load_rgb", "parallel_blocks", "prefetched_blocks", "scoring_workers", "unit_rows",
 ]
 
@@ -89,6 +89,8 @@ logger = logging.getLogger(__name__)
 MAX_FAILED_LISTED = 100
 #: report keys that go to the report file beside the payload, never into a metric
 TABLE_KEYS = ("doc_scores", "estimators", "intervals", "bootstrap")
+#: the report key under which ``score`` returns each chain's verdict (taken out before writing)
+VERDICTS = "verdicts"
 #: why a report value is null, unless the scorer knows better (``null_reason``)
 NO_DATA = "not a number: no scored doc contributes to it"
 
@@ -159,13 +161,17 @@ class ChainScorer:
         and cluster, read from ``report["doc_scores"]`` (lmms-eval's per-sample ``score``)."""
         return "", {}
 
-    def remember_host_scores(self, records: Sequence[ChainRecord], report: Mapping[str, Any]) -> None:
-        """Put each scored record's :meth:`host_scores` entry into :data:`HOST_SCORES`."""
+    def scores_by_record(self, records: Sequence[ChainRecord],
+                         report: Mapping[str, Any] | None = None) -> dict[tuple, tuple[float, str | None, str]]:
+        """Per :func:`host_key` of each scored record: its score, cluster and the headline metric
+        it makes up, from ``report`` (default: :meth:`report` of ``records``, the memoised one
+        when lmms-eval's aggregation read the same items)."""
+        report = self.report(records) if report is None else report
+        if not report:  # no records, nothing scored
+            return {}
         metric, scores = self.host_scores(report)
-        for rec in records:
-            if rec.chain_id in scores:
-                score, cluster = scores[rec.chain_id]
-                HOST_SCORES[host_key(rec)] = (float(score), cluster, metric)
+        return {host_key(rec): (float(scores[rec.chain_id][0]), scores[rec.chain_id][1], metric)
+                for rec in records if rec.chain_id in scores}
 
     def prepare(self, record: ChainRecord, length: int) -> Any:
         """What scoring reads of the chain, or why it cannot be scored (a ``str``)."""
@@ -177,20 +183,16 @@ class ChainScorer:
         return prepared if isinstance(prepared, str) else None
 
     def prepared(self, record: ChainRecord, length: int) -> Any:
-        """``prepare(record, length)`` as ``score`` calls it: while a report is computed the
-        verdict is kept, so the report's ``failed_docs`` reuses it instead of preparing (and
-        reading the texts of) every chain a second time."""
-        result = self.prepare(record, length)
-        verdicts = getattr(_VERDICTS, "current", None)
-        if verdicts is not None:
-            verdicts[_verdict_key(record, length)] = result if isinstance(result, str) else None
-        return result
+        """``prepare(record, length)`` as :meth:`triage` calls it."""
+        return self.prepare(record, length)
 
     def triage(self, records: Iterable[ChainRecord], length: int, key: Callable[[ChainRecord], Any]) -> Triage:
         """Each record once, in ``key`` order (:func:`unique_records`: the scores do not depend on
         the order records arrive in), with what :meth:`prepared` made of it: what scoring reads,
-        or the reason it is refused, counted in ``failures`` (the report's ``failure_reasons``)."""
-        out = Triage()
+        or the reason it is refused, counted in ``failures`` (the report's ``failure_reasons``);
+        ``score`` returns ``out.reasons()`` as ``report["verdicts"]``, so the report's
+        ``failed_docs`` does not prepare (and read the texts of) every chain a second time."""
+        out = Triage(length=length)
         for rec in unique_records(records, key):
             out.add(rec, self.prepared(rec, length))
         return out
@@ -254,7 +256,7 @@ class ChainScorer:
                 exc, f"the {self.name} scorer could not read a doc's answer",
                 "check the task's generation_kwargs.scorer and its doc fields (--verbosity DEBUG shows the traceback)",
             )
-        return {name: MetricItem(name, record) for name in names}
+        return {name: MetricItem(name, record, self.name) for name in names}
 
     def aggregate(self, items: Sequence[MetricItem]) -> Any:
         """One metric's value: every metric of a task points here. ``<m>_stderr`` is the
@@ -296,13 +298,11 @@ class ChainScorer:
         key = (resolved, length, tuple(sorted(boot.items())), tuple(r.cache_key() for r in records))
 
         def compute() -> dict[str, Any]:
-            _VERDICTS.current = verdicts = {}
             try:
                 report = self.score(records, resolved, length)
             except Exception as exc:
                 raise network_failure(exc, self.name, resolved, task)
-            finally:
-                _VERDICTS.current = None
+            verdicts = report.pop(VERDICTS, None)
             self.add_intervals(report, resolved, boot)
             self.write(records, report, resolved, verdicts)
             if not report.get("n_scored"):
@@ -311,9 +311,7 @@ class ChainScorer:
                 no_score(task, docs, report.get("failure_reasons") or {}, where)
             return report
 
-        report = self._cache.get(key, compute)
-        self.remember_host_scores(records, report)  # also on a cache hit: the last report read wins
-        return report
+        return self._cache.get(key, compute)
 
     def add_intervals(self, report: dict[str, Any], resolved: Any, boot: Mapping[str, Any]) -> None:
         """``report["estimators"]`` and ``report["intervals"]``: a bootstrap interval of each
@@ -345,7 +343,7 @@ class ChainScorer:
         out: dict[tuple[str, str], dict[str, str]] = {}
         verdicts = verdicts or {}
         for rec in sorted(records, key=lambda r: (r.chain_id, r.folder)):
-            key = _verdict_key(rec, rec.length)
+            key = verdict_key(rec, rec.length)
             reason = verdicts[key] if key in verdicts else self.unscored(rec, rec.length)
             if reason is not None:
                 out.setdefault((rec.chain_id, rec.folder), {"chain_id": rec.chain_id, "reason": reason})
@@ -379,17 +377,6 @@ class ChainScorer:
                     logger.info("%s report written to %s", self.name, target)
                 except OSError as exc:
                     logger.warning("could not write %s: %s", target, exc)
-
-
-#: the verdicts of :meth:`ChainScorer.prepared` while this thread computes a report
-_VERDICTS = threading.local()
-
-
-def _verdict_key(record: ChainRecord, length: int) -> tuple:
-    """What a chain's verdict depends on: the record's place, status and hops, and the length
-    (its doc fields do not decide whether it can be scored)."""
-    return (record.namespace, record.folder, record.chain_id, record.status, record.reason,
-            record.direction, record.hops, length)
 
 
 def _one(what: str, values: set) -> Any:

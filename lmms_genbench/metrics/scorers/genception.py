@@ -189,6 +189,7 @@ class GenCeptionScorer(ChainScorer):
         report = _category_report(categories, settings, T)
         report["failure_reasons"] = dict(triage.failures)
         report["doc_scores"] = _doc_scores(per_doc, T)
+        report["verdicts"] = triage.reasons()
         return report
 
     def prepare(self, record: ChainRecord, length: int) -> list[str] | str:

@@ -306,6 +306,7 @@ class MCDScorer(ChainScorer):
                 _score_direction(direction, chains, settings, G, workers, sums)
         n_failed = Counter(_source(rec) for rec, _ in triage.refused)
         report = drift_report(sums, n_failed, triage.failures, G, settings.clip_long_text)
+        report["verdicts"] = triage.reasons()
         if triage.failures:
             logger.warning("MCD: %d chains not scored: %s", report["n_failed"], dict(triage.failures))
         return report

@@ -242,6 +242,7 @@ class MGGScorer(ChainScorer):
             report[f"mgg_{tag}"] = sum(per_gen) / len(per_gen) if per_gen else math.nan
         report["counts"] = stats.to_dict()["counts"]
         report["doc_scores"] = _doc_scores(ids, [meta["tag"] for meta, _ in ready], verdicts, _image_generations(G))
+        report["verdicts"] = triage.reasons()
         if failures:
             logger.warning("MGG: %d chains not scored: %s", report["n_failed"], dict(failures))
         return report

@@ -2,8 +2,8 @@
 carries per metric, and the sorting of records into chains to score and counted failures.
 
 A record is a few hundred bytes (ids, status, the store namespace, a few doc fields); texts
-and images stay in the store. :data:`HOST_SCORES` keeps each scored chain's own score for
-lmms-eval's per-sample statistics (:mod:`lmms_genbench.host_scores`).
+and images stay in the store. Each :class:`MetricItem` names its scorer, so
+:mod:`lmms_genbench.host_scores` can ask that scorer for each chain's own score.
 """
 
 from __future__ import annotations
@@ -16,12 +16,7 @@ from typing import Any
 
 from ...store import ChainLocation, hop_kind
 
-__all__ = ["HOST_SCORES", "ChainRecord", "MetricItem", "Triage", "doc_means", "host_key", "unique_records"]
-
-#: each scored chain's own score, for lmms-eval's per-sample statistics (``--baseline``,
-#: clustered standard errors; :mod:`lmms_genbench.host_scores` writes them into the logged
-#: samples): :func:`host_key` -> (score, cluster or None, the headline metric it makes up)
-HOST_SCORES: dict[tuple, tuple[float, str | None, str]] = {}
+__all__ = ["ChainRecord", "MetricItem", "Triage", "doc_means", "host_key", "unique_records", "verdict_key"]
 
 
 @dataclass(frozen=True)
@@ -74,19 +69,21 @@ class ChainRecord:
 
 class MetricItem:
     """What ``process_results`` returns for one metric of one doc: the metric's name
-    (so one ``aggregate`` serves every metric) and the doc's record (shared, not copied)."""
+    (so one ``aggregate`` serves every metric), the doc's record (shared, not copied) and
+    the name of the scorer that made it (``lmms_genbench.metrics.scorers.SCORERS``)."""
 
-    __slots__ = ("metric", "record")
+    __slots__ = ("metric", "record", "scorer")
 
-    def __init__(self, metric: str, record: ChainRecord) -> None:
+    def __init__(self, metric: str, record: ChainRecord, scorer: str = "") -> None:
         self.metric = metric
         self.record = record
+        self.scorer = scorer
 
     def __getstate__(self):  # __slots__ classes pickle (for multi-process gathers) this way
-        return (self.metric, self.record)
+        return (self.metric, self.record, self.scorer)
 
     def __setstate__(self, state) -> None:
-        self.metric, self.record = state
+        self.metric, self.record, self.scorer = state
 
     def __str__(self) -> str:
         return str(self.record)
@@ -96,8 +93,15 @@ class MetricItem:
 
 
 def host_key(record: ChainRecord) -> tuple:
-    """What :data:`HOST_SCORES` knows a record by: its chain, length and scorer settings."""
+    """What a host score is known by: its chain, length and scorer settings."""
     return (record.namespace, record.folder, record.length, record.settings)
+
+
+def verdict_key(record: ChainRecord, length: int) -> tuple:
+    """What a chain's verdict depends on: the record's place, status and hops, and the length
+    (its doc fields do not decide whether it can be scored)."""
+    return (record.namespace, record.folder, record.chain_id, record.status, record.reason,
+            record.direction, record.hops, length)
 
 
 def unique_records(records: Iterable[ChainRecord], key: Callable[[ChainRecord], Any]) -> list[ChainRecord]:
@@ -121,6 +125,12 @@ class Triage:
 
     verdicts: list[tuple[ChainRecord, Any]] = field(default_factory=list)
     failures: Counter[str] = field(default_factory=Counter)
+    length: int = 0  # the length the records were prepared for
+
+    def reasons(self) -> dict[tuple, str | None]:
+        """Per :func:`verdict_key`, why the chain cannot be scored (None: it was scored): what a
+        scorer's ``score`` returns under ``report["verdicts"]`` for its ``failed_docs``."""
+        return {verdict_key(rec, self.length): p if isinstance(p, str) else None for rec, p in self.verdicts}
 
     def add(self, record: ChainRecord, prepared: Any) -> None:
         self.verdicts.append((record, prepared))
