@@ -173,7 +173,7 @@ def _readme(text: str, name: str) -> str:
     """Our task README as an upstream folder carries it: lmms-genbench named as the optional
     dependency that provides the engine, links into this repository's docs made plain."""
     text = _NOT_ON_PYPI.sub(f"of lmms-genbench (`{_INSTALL}`)", text)
-    text = _DOC_LINK.sub(lambda m: f"{m.group(1)} (`{m.group(2)}` in lmms-genbench)", text)
+    text = _DOC_LINK.sub(lambda m: f"lmms-genbench's `{m.group(2)}`", text)
     text = text.replace("this package's", "lmms-genbench's").replace("this package", "lmms-genbench")
     title, _, rest = text.partition("\n")
     note = (
