@@ -36,12 +36,13 @@ _INSTALL = f'pip install "lmms_eval[{EXTRA}]"'
 
 @dataclass(frozen=True)
 class Change:
-    """One file of the pull request: its path under the tree, the lines the export added to it
-    (0: already there, as the export writes it), and whether the export created it."""
+    """One file of the pull request: its path under the tree, the lines the export wrote to it,
+    and its state: "new", "edited" (lines inserted into lmms-eval's file), "replaced" (a file the
+    export writes whole, changed since the last export) or "unchanged" (0 lines)."""
 
     path: str
     lines: int
-    new: bool
+    state: str
 
 
 def lmms_eval_root(path: str | Path) -> Path:
@@ -71,11 +72,11 @@ def export(target: str | Path) -> list[Change]:
 def _write(root: Path, relative: str, text: str) -> Change:
     path = root / relative
     if path.is_file() and path.read_text() == text:
-        return Change(relative, 0, False)
-    new = not path.exists()
+        return Change(relative, 0, "unchanged")
+    state = "replaced" if path.exists() else "new"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    return Change(relative, len(text.splitlines()), new)
+    return Change(relative, len(text.splitlines()), state)
 
 
 def _insert(root: Path, relative: str, lines: list[str], after: re.Pattern, present: str) -> Change | None:
@@ -85,13 +86,13 @@ def _insert(root: Path, relative: str, lines: list[str], after: re.Pattern, pres
         return None
     text = path.read_text().splitlines(keepends=True)
     if any(present in line for line in text):
-        return Change(relative, 0, False)
+        return Change(relative, 0, "unchanged")
     at = next((i for i, line in enumerate(text) if after.search(line)), None)
     if at is None:
         raise ActionableError(f"{path} has no line matching {after.pattern!r}", "add the lines by hand (docs/plugin.md lists them)")
     text[at + 1 : at + 1] = [line + "\n" for line in lines]
     path.write_text("".join(text))
-    return Change(relative, len(lines), False)
+    return Change(relative, len(lines), "edited")
 
 
 def _functions(folder: Path) -> list[str]:

@@ -14,13 +14,13 @@ def _run_upstream_export(args: argparse.Namespace) -> int:
     thin task folders that import lmms-genbench through lmms-eval's optional-import helper, the
     cycle, t2i and chef model types registered as shims, tests under test/, the genbench extra
     in pyproject.toml and a changelog entry, formatted for lmms-eval's black and isort settings.
-    Prints every file with the lines it adds; running it again adds nothing twice."""
+    Prints every file with the lines it writes (new, edited, replaced or unchanged); running
+    it again adds nothing twice."""
     from lmms_genbench.upstream import export
 
     changes = export(args.tree)
     for change in changes:
-        state = "new" if change.new else ("edited" if change.lines else "unchanged")
-        print(f"{change.lines:6d}  {state:9s}  {change.path}")
+        print(f"{change.lines:6d}  {change.state:9s}  {change.path}")
     print(f"{len([c for c in changes if c.lines])} files, {sum(c.lines for c in changes)} lines added")
     return EXIT_OK
 
