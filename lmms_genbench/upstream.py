@@ -249,7 +249,7 @@ def test_model_types_resolve_to_simple_models(model):
 def test_mmeception_smoke_scores(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     cmd = [sys.executable, "-m", "lmms_eval", "--model", "cycle", "--model_args", "preset=smoke", "--tasks", "mmeception_smoke", "--output_path", str(tmp_path)]
-    subprocess.run(cmd, check=True, env=env, cwd=tmp_path, timeout=1800)
+    subprocess.run(cmd, check=True, env=env, cwd=TASKS_DIR.parent.parent, timeout=1800)  # this lmms_eval first on the path
     (path,) = glob.glob(str(tmp_path / "**" / "*_results.json"), recursive=True)
     metrics = json.loads(Path(path).read_text())["results"]["mmeception_smoke"]
     assert metrics["n_scored,none"] == 9 and metrics["n_failed,none"] == 0

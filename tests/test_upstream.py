@@ -51,7 +51,7 @@ def test_our_task_folders_pass_the_host_lint():
 
 def _report(out):
     rows = [(int(n), state, path) for n, state, path in re.findall(r"^\s*(\d+)  (new|edited|replaced|unchanged)\s+(\S+)$", out, re.M)]
-    files, lines = map(int, re.search(r"^(\d+) files, (\d+) lines added$", out, re.M).groups())
+    files, lines = map(int, re.search(r"^(\d+) files, (\d+) lines written$", out, re.M).groups())
     assert files == sum(1 for n, _, _ in rows if n) and lines == sum(n for n, _, _ in rows)
     return rows, lines
 

@@ -21,7 +21,7 @@ def _run_upstream_export(args: argparse.Namespace) -> int:
     changes = export(args.tree)
     for change in changes:
         print(f"{change.lines:6d}  {change.state:9s}  {change.path}")
-    print(f"{len([c for c in changes if c.lines])} files, {sum(c.lines for c in changes)} lines added")
+    print(f"{len([c for c in changes if c.lines])} files, {sum(c.lines for c in changes)} lines written")
     return EXIT_OK
 
 
