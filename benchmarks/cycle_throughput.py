@@ -170,7 +170,7 @@ class Case:
 
     def record_floor(self) -> None:
         """One untimed run of ours, keeping every model call's inputs, decoded."""
-        from lmms_genbench.metrics.scorers.base import load_rgb
+        from lmms_genbench.metrics.scorers.blocks import load_rgb
 
         describe, generate, encode = [], [], []
         with recording(self.model.describer, "describe", describe), \

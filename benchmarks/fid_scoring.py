@@ -134,7 +134,7 @@ def run_before(records, settings, length):
 
 def floor_batches(records, settings, length):
     """The images of every block the scorer forms, decoded once, outside the timing."""
-    from lmms_genbench.metrics.scorers.base import load_rgb
+    from lmms_genbench.metrics.scorers.blocks import load_rgb
     from lmms_genbench.metrics.scorers.genception import GENCEPTION
 
     T = GENCEPTION.iterations(length)

@@ -225,7 +225,7 @@ def run_authors(records, nets, G):
 # --------------------------------------------------------------------------- the floor
 def floor_batches(records, config, G):
     """The encoder calls ``MCD.score`` makes, block by block, with their inputs in memory."""
-    from lmms_genbench.metrics.scorers.base import load_rgb
+    from lmms_genbench.metrics.scorers.blocks import load_rgb
     from lmms_genbench.metrics.scorers.mcd import MCD, _Chain
 
     encoders = encoders_of(config)
@@ -316,7 +316,7 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-    from lmms_genbench.metrics.scorers.base import scoring_workers
+    from lmms_genbench.metrics.scorers.blocks import scoring_workers
     from lmms_genbench.metrics.scorers.mcd import MCD
 
     preset = {"preset": "smoke"}

@@ -10,7 +10,7 @@ import pytest
 from lmms_eval.utils import load_yaml_config
 
 from lmms_genbench import host_scores
-from lmms_genbench.metrics.scorers.base import ChainRecord, MetricItem, host_key
+from lmms_genbench.metrics.scorers.records import ChainRecord, MetricItem, host_key
 from lmms_genbench.metrics.scorers.genception import GENCEPTION
 from lmms_genbench.metrics.scorers.mcd import MCD
 from lmms_genbench.metrics.scorers.mgg import MGG

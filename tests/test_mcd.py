@@ -15,7 +15,7 @@ import pytest
 from lmms_genbench.core.errors import WrongModelError
 from lmms_genbench.metrics.functional import intervals
 from lmms_genbench.metrics.functional.drift import MAPPINGS, DriftStats, mcd
-from lmms_genbench.metrics.scorers.base import MetricItem
+from lmms_genbench.metrics.scorers.records import MetricItem
 from lmms_genbench.metrics.scorers.mcd import MCD, DriftSettings, MCDScorer, source_table
 
 from .chains import record, write_chain

@@ -12,7 +12,8 @@ from lmms_genbench.data import sdp as sdp_data
 from lmms_genbench.metrics.functional.geneval import Detection
 from lmms_genbench.metrics.scorers import mgg
 from lmms_genbench.metrics.functional.intervals import estimate
-from lmms_genbench.metrics.scorers.base import BOOTSTRAP_DEFAULTS, MetricItem
+from lmms_genbench.metrics.scorers.records import MetricItem
+from lmms_genbench.metrics.scorers.settings import BOOTSTRAP_DEFAULTS
 
 from .chains import record, write_chain
 from .owlv2_scores import PASS_UNDER_GENEVAL, REALISTIC, SIZE, ScriptedColors, ScriptedDetector

@@ -9,7 +9,7 @@ from PIL import Image
 
 from lmms_genbench.core.errors import WrongModelError
 from lmms_genbench.metrics.functional.intervals import estimate
-from lmms_genbench.metrics.scorers.base import BOOTSTRAP_DEFAULTS
+from lmms_genbench.metrics.scorers.settings import BOOTSTRAP_DEFAULTS
 from lmms_genbench.metrics.scorers.genception import GENCEPTION, GenCeptionSettings, _groups
 from lmms_genbench.tasks.mmeception import utils
 

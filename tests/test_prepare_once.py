@@ -6,7 +6,7 @@ import json
 import pytest
 
 from lmms_genbench.metrics.scorers import genception, mcd, mgg
-from lmms_genbench.metrics.scorers.base import MetricItem
+from lmms_genbench.metrics.scorers.records import MetricItem
 
 from . import test_mcd, test_mgg, test_reports
 

@@ -10,8 +10,8 @@ import pytest
 
 import lmms_genbench.metrics.networks.encoders as encoders
 from lmms_genbench.core.errors import ActionableError
-from lmms_genbench.metrics.scorers import base
-from lmms_genbench.metrics.scorers.base import MetricItem
+from lmms_genbench.metrics.scorers import base, settings
+from lmms_genbench.metrics.scorers.records import MetricItem
 from lmms_genbench.metrics.scorers.genception import GenCeptionScorer
 
 from .test_mmeception import _chain
@@ -118,9 +118,9 @@ def test_a_report_holds_intervals_and_says_why_each_null_is_null(tmp_path, offli
 
 
 def test_bootstrap_settings_come_from_the_task_and_are_checked():
-    assert base.bootstrap_settings({}) == base.BOOTSTRAP_DEFAULTS
-    assert base.bootstrap_settings({"bootstrap": {"resamples": 0}})["resamples"] == 0
+    assert settings.bootstrap_settings({}) == settings.BOOTSTRAP_DEFAULTS
+    assert settings.bootstrap_settings({"bootstrap": {"resamples": 0}})["resamples"] == 0
     for bad, match in (({"n": 5}, "keys among"), ({"resamples": -1}, "resamples must be an integer"),
                        ({"level": 1.5}, "level must lie between")):
         with pytest.raises(ValueError, match=match):
-            base.bootstrap_settings({"bootstrap": bad})
+            settings.bootstrap_settings({"bootstrap": bad})

@@ -11,7 +11,7 @@ from lmms_genbench.core.errors import ActionableError
 from lmms_genbench.engine import Chain
 from lmms_genbench.store import MergeConflict, merge_stores
 from lmms_genbench.store import RECORDS, append_record, read_records, sha256_file, verify_store
-from lmms_genbench.models.cycle import in_shard
+from lmms_genbench.models.cycle_args import in_shard
 from lmms_genbench.models.cycle_args import shard_arg
 
 from .test_cycle_model import _model, _request

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from lmms_genbench.core.keys import stable_hash
-from lmms_genbench.metrics.scorers.base import parallel_blocks, prefetched_blocks, scoring_workers
+from lmms_genbench.metrics.scorers.blocks import parallel_blocks, prefetched_blocks, scoring_workers
 from lmms_genbench.metrics.scorers.genception import GENCEPTION
 from lmms_genbench.metrics.scorers.mcd import MCD
 

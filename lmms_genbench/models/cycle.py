@@ -36,12 +36,10 @@ from ..generators import (GeneratorConfigError, LazyGenerator, LazyUnified, buil
 from ..generators.weights import adopt_legacy
 from .throughput import log_engine_run
 from ..core.errors import from_exception, load_failure
-from .cycle_args import (OFFLINE_HINT, PRESETS, SCORER_PRESETS, TOP_LEVEL_ARGS, VLLM_CPU_MEMORY_FRACTION, CycleArgs, in_shard,
+from .cycle_args import (OFFLINE_HINT, VLLM_CPU_MEMORY_FRACTION, CycleArgs, in_shard,
                          parse_model_args)
 
-# the names model_args parsing had here before cycle_args.py, still importable from here
-__all__ = ["PRESETS", "SCORER_PRESETS", "TOP_LEVEL_ARGS", "VLLM_CPU_MEMORY_FRACTION", "CycleModel", "build_describer",
-           "in_shard"]
+__all__ = ["CycleModel", "build_describer"]
 
 
 def _build_roles(args: CycleArgs):

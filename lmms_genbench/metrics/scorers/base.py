@@ -37,7 +37,7 @@ Settings: the task's ``generation_kwargs.scorer`` mapping travels on every chain
 (``preset`` picks one of the scorer's ``PRESETS``, other keys override it), then the
 ``LMMS_GENBENCH_*`` environment overrides the networks, device and batch size.
 
-The pieces beside this module, whose public names it re-exports: ``records`` (a doc's
+The pieces beside this module (import their names from them): ``records`` (a doc's
 :class:`ChainRecord`, :class:`MetricItem`, the sorting of records into chains to score and
 counted failures), ``settings`` (the environment, the report key, the one-line network
 failure), ``blocks`` (stored images decoded and worked on in threads) and ``reports`` (the
@@ -65,23 +65,11 @@ from ...core.keys import atomic_write, json_nulls, strict_json
 from ...core.registry import lookup
 from ...store import Chain, NotAChainError, text_cut_summary
 from ..functional.intervals import bootstrap_intervals, check_spec, no_interval
-from .blocks import bar_blocks, load_rgb, parallel_blocks, prefetched_blocks, scoring_workers, unit_rows
-from .records import ChainRecord, MetricItem, Triage, doc_means, host_key, unique_records, verdict_key
+from .records import ChainRecord, MetricItem, Triage, host_key, unique_records, verdict_key
 from .reports import ReportCache, no_score
-from .settings import (
-    BOOTSTRAP_DEFAULTS, ENV_BATCH, ENV_DEVICE, ENV_DTYPE, KEY_DEFAULTS, OPERATIONAL_SETTINGS, bootstrap_settings,
-    default_device, network_failure, resolve_device_and_batch, resolve_dtype, settings_dict, settings_key,
-)
+from .settings import bootstrap_settings, network_failure, settings_dict, settings_key
 
-__all__ = [
-    # its own
-    "MAX_FAILED_LISTED", "NO_DATA", "TABLE_KEYS", "ChainScorer", "macro_mean", "with_stderr",
-    # the pieces beside it, importable from here as before they moved
-    "BOOTSTRAP_DEFAULTS", "ENV_BATCH", "ENV_DEVICE", "ENV_DTYPE", "KEY_DEFAULTS", "OPERATIONAL_SETTINGS",
-    "bootstrap_settings", "default_device", "resolve_device_and_batch", "resolve_dtype",
-    "ChainRecord", "MetricItem", "Triage", "doc_means", "host_key", "unique_records",
-    "ReportCache", "bar_blocks", "load_rgb", "parallel_blocks", "prefetched_blocks", "scoring_workers", "unit_rows",
-]
+__all__ = ["MAX_FAILED_LISTED", "NO_DATA", "TABLE_KEYS", "VERDICTS", "ChainScorer", "macro_mean", "with_stderr"]
 
 logger = logging.getLogger(__name__)
 
