@@ -31,7 +31,7 @@ from ..generators.base import Generator
 from ..store import Chain, ChainFailure, ChainLocation, ChainLocks, StoreWriter
 from .describer import Describer
 from .protocol import ChainSpec
-from .planning import ChainState, chunked, load_lazy, plan
+from .planning import ChainState, RunPolicy, chunked, load_lazy, plan
 from .waves import WaveRunner, generation_seed
 
 logger = logging.getLogger(__name__)
@@ -174,8 +174,12 @@ class CycleEngine:
     def generator_batch(self) -> int:
         return max(1, int(getattr(self.generator, "batch_size", 1)))
 
+    def policy(self) -> RunPolicy:
+        """This engine's settings, frozen for one run: what planning and the waves read."""
+        return RunPolicy(self.describer_batch, self.stop_after_hop, self.overlap, self.reject_blank)
+
     def may_compute(self, hop: int) -> bool:
-        return self.stop_after_hop is None or hop <= self.stop_after_hop
+        return self.policy().may_compute(hop)
 
     def run(self, jobs: Sequence[ChainJob]) -> tuple[list[ChainOutcome], RunStats]:
         started = time.perf_counter()
@@ -189,14 +193,15 @@ class CycleEngine:
         live = list(chains.values())
         stats.chains = len(live)
 
-        size = self.wave or wave_size(self.describer_batch, self.generator_batch)
+        policy = self.policy()
+        size = self.wave or wave_size(policy.describer_batch, self.generator_batch)
         bar = progress_bar(len(live), "cycle: chains", "chain", self.progress)
         try:
             with terminate_as_interrupt(), StoreWriter(max_pending=2 * size) as writer:
-                runner = WaveRunner(self, writer, stats, bar)
+                runner = WaveRunner(policy, self.describer, self.generator, self.locks, writer, stats, bar)
                 todo = live
                 while todo:
-                    waves, idle = plan(self, todo, size, stats)
+                    waves, idle = plan(policy, todo, size, stats)
                     bar.update(idle)
                     # a lazy generator loads before the first describe when there is something
                     # to draw: its load errors and size rules stop the run before any describing,
@@ -225,7 +230,7 @@ class CycleEngine:
                 )
                 if missing is not None:
                     outcome.failure = ChainFailure(
-                        missing, "incomplete", f"stopped before hop {missing} (stop_after_hop={self.stop_after_hop})"
+                        missing, "incomplete", f"stopped before hop {missing} (stop_after_hop={policy.stop_after_hop})"
                     )
             if outcome.failure is not None:
                 stats.failures[outcome.failure.stage] = stats.failures.get(outcome.failure.stage, 0) + 1

@@ -3,18 +3,35 @@
 Before a run, every chain's stored hops are verified (:func:`.verify.check_chain`)
 to find its first hop to compute; chains with nothing to do are counted and left
 out, the others are cut into :class:`Wave`s of one direction each, in job order.
-:mod:`.waves` runs the waves; :class:`ChainState` is what it moves along.
+:mod:`.waves` runs the waves; :class:`ChainState` is what it moves along. Both read the
+run's settings from a frozen :class:`RunPolicy`, never from the engine itself.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..core.secrets import scrub
 from ..store import ChainFailure, check_chain
 
-__all__ = ["ChainState", "Wave", "chunked", "load_lazy", "plan", "resume"]
+__all__ = ["ChainState", "RunPolicy", "Wave", "chunked", "load_lazy", "plan", "resume"]
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    """What one run of the engine may do, fixed for the run (:class:`.cycle.CycleEngine`'s
+    arguments of the same names): images per describer call, the last hop it may compute,
+    whether drawing overlaps describing, and whether a one-colour image fails its chain."""
+
+    describer_batch: int = 16
+    stop_after_hop: int | None = None
+    overlap: bool = True
+    reject_blank: bool = True
+
+    def may_compute(self, hop: int) -> bool:
+        return self.stop_after_hop is None or hop <= self.stop_after_hop
 
 
 def chunked(items: Sequence, size: int) -> Iterable[Sequence]:
@@ -75,7 +92,7 @@ class Wave:
         return min((c.hop for c in self.chains if c.hop is not None), default=None)
 
 
-def resume(engine, chain: ChainState, repair: bool) -> int:
+def resume(policy: RunPolicy, chain: ChainState, repair: bool) -> int:
     """Verify the chain's stored hops (:func:`.verify.check_chain`) and set where it resumes:
     ``seed_missing`` and ``hop``, the first hop to compute. Returns the stored hops this run
     may reuse. ``repair`` (under the chain's lock) moves refused hops aside and records
@@ -88,14 +105,14 @@ def resume(engine, chain: ChainState, repair: bool) -> int:
     outcome.repaired = outcome.repaired or bool(check.moved)
     chain.repair = not repair and check.needs_repair
     chain.seed_missing = check.valid == 0 or check.seed_missing
-    chain.hop = valid if valid <= spec.hops and engine.may_compute(valid) else None
-    limit = spec.hops if engine.stop_after_hop is None else min(spec.hops, engine.stop_after_hop)
+    chain.hop = valid if valid <= spec.hops and policy.may_compute(valid) else None
+    limit = spec.hops if policy.stop_after_hop is None else min(spec.hops, policy.stop_after_hop)
     stored = max(min(valid, limit + 1) - (1 if chain.seed_missing else 0), 0)
     outcome.reused = stored
     return stored
 
 
-def plan(engine, chains: list[ChainState], size: int, stats) -> tuple[list[Wave], int]:
+def plan(policy: RunPolicy, chains: list[ChainState], size: int, stats) -> tuple[list[Wave], int]:
     """Each chain's first hop to compute, and the chains with work cut into waves
     (one direction per wave, in job order); also how many have nothing to do. Chains are
     verified without their locks here, read only: one with work or with hops to repair is
@@ -104,7 +121,7 @@ def plan(engine, chains: list[ChainState], size: int, stats) -> tuple[list[Wave]
     idle = 0
     for chain in chains:
         chain.deferred = False
-        reused = resume(engine, chain, repair=False)
+        reused = resume(policy, chain, repair=False)
         if chain.hop is None and not chain.seed_missing and not chain.repair:
             stats.hops_reused += reused
             idle += 1

@@ -22,7 +22,7 @@ from ..core.keys import stable_hash
 from ..core.failures import GenerationFailure, GeneratorConfigError
 from ..store import ChainFailure, StoreWriter, failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
-from .planning import ChainState, Wave, chunked, load_lazy, resume
+from .planning import ChainState, RunPolicy, Wave, chunked, load_lazy, resume
 from .protocol import ChainSpec
 
 #: waves in flight at once: one being described while the other is drawn
@@ -63,10 +63,15 @@ class _Inline:
 class WaveRunner:
     """The scheduler of one :meth:`CycleEngine.run`: describes on the calling
     thread, draws on a drawer thread, loads inputs on loader threads, stores
-    through the writer."""
+    through the writer. It is handed what it uses: the run's frozen ``policy``, the
+    ``describer`` and ``generator``, the chain ``locks``, the ``writer``, the run's
+    ``stats`` and progress ``bar``."""
 
-    def __init__(self, engine, writer: StoreWriter, stats, bar) -> None:
-        self.engine = engine
+    def __init__(self, policy: RunPolicy, describer, generator, locks, writer: StoreWriter, stats, bar) -> None:
+        self.policy = policy
+        self.describer = describer
+        self.generator = generator
+        self.locks = locks
         self.writer = writer
         self.stats = stats
         self.bar = bar
@@ -77,9 +82,13 @@ class WaveRunner:
         self._first_draw = True  # a first batch that fails whole stops the run (_draw)
         self._first_describe = True  # the generator loads before it (_describe_step)
 
+    @property
+    def generator_batch(self) -> int:
+        return max(1, int(getattr(self.generator, "batch_size", 1)))
+
     def all(self, waves: list[Wave]) -> None:
         drawer = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbench-draw")
-                  if self.engine.overlap else _Inline())
+                  if self.policy.overlap else _Inline())
         loader = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genbench-load")
         self.drawer, self.loader = drawer, loader
         try:
@@ -137,7 +146,7 @@ class WaveRunner:
             chain.carry = None
         # a chain's lock is released once the writer has stored its hops
         folders = [c.outcome.location.directory for c in wave.chains if not c.deferred]
-        locks = self.engine.locks
+        locks = self.locks
         self.writer.after(lambda: [locks.release(folder) for folder in folders])
         self.failed += sum(1 for c in wave.chains if c.outcome.failure is not None)
         self.bar.update(sum(1 for c in wave.chains if not c.deferred))
@@ -155,12 +164,12 @@ class WaveRunner:
         wave.loaded = True
         for chain in wave.chains:
             directory = chain.outcome.location.directory
-            if self.engine.locks.try_acquire(directory) is False:
+            if self.locks.try_acquire(directory) is False:
                 chain.defer()
                 continue
             sweep_temporary_files(directory)
             # another run may have stored or changed hops since the plan: verify again
-            reused = resume(self.engine, chain, repair=True)
+            reused = resume(self.policy, chain, repair=True)
             with self._lock:
                 self.stats.hops_reused += reused
             if chain.hop is None and not chain.seed_missing:
@@ -228,7 +237,7 @@ class WaveRunner:
         with self._lock:  # the describer's and the drawer's threads both count
             self.stats.hops_computed += 1
         nxt = done + 1
-        chain.hop = nxt if nxt <= outcome.spec.hops and self.engine.may_compute(nxt) else None
+        chain.hop = nxt if nxt <= outcome.spec.hops and self.policy.may_compute(nxt) else None
         chain.carry = value if chain.hop is not None else None
 
     # -- describing -----------------------------------------------------------------
@@ -242,8 +251,7 @@ class WaveRunner:
     def _describe_step(self, wave: Wave, hop: int) -> None:
         """Describe the wave's chains at ``hop``; draw ``hop + 1`` in full generator
         batches on the drawer thread as the descriptions come."""
-        engine = self.engine
-        batch = engine.generator_batch
+        batch = self.generator_batch
         todo = [c for c in wave.chains if c.hop == hop]
         # chains whose description is stored already can be drawn right away
         ready = [c for c in wave.chains if c.hop == hop + 1 and c.kind == "image"]
@@ -258,7 +266,7 @@ class WaveRunner:
             groups.setdefault(self._describe_key(chain.outcome.spec), []).append(chain)
         for group in groups.values():
             spec = group[0].outcome.spec
-            for chunk in chunked(group, engine.describer_batch):
+            for chunk in chunked(group, self.policy.describer_batch):
                 self._check()  # e.g. GeneratorConfigError from the drawer: stop describing at once
                 while len(ready) >= batch:
                     submit(ready[:batch])
@@ -271,14 +279,14 @@ class WaveRunner:
                         described.append(chain)
                 if not described:
                     continue
-                if self._first_describe and hop < spec.hops and engine.may_compute(hop + 1):
+                if self._first_describe and hop < spec.hops and self.policy.may_compute(hop + 1):
                     # the generator loads (and a local pipeline draws its probe) before anything is
                     # described: one that cannot draw ends the run before paying for descriptions
-                    load_lazy(engine.generator)
+                    load_lazy(self.generator)
                 self._first_describe = False
-                load_lazy(engine.describer)  # outside describe time (a vLLM engine starts in ~40 s)
+                load_lazy(self.describer)  # outside describe time (a vLLM engine starts in ~40 s)
                 t0 = time.perf_counter()
-                texts = engine.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
+                texts = self.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
                 self.stats.describe_seconds += time.perf_counter() - t0
                 self.stats.describe_calls += 1
                 self.stats.describe_items += len(described)
@@ -302,14 +310,14 @@ class WaveRunner:
     # -- drawing ------------------------------------------------------------------
 
     def _draw_step(self, wave: Wave, hop: int) -> None:
-        for chunk in chunked([c for c in wave.chains if c.hop == hop], self.engine.generator_batch):
+        for chunk in chunked([c for c in wave.chains if c.hop == hop], self.generator_batch):
             future = self.drawer.submit(self._draw, hop, list(chunk))
             wave.draws.append(future)
             self._draws.append(future)
 
     def _draw(self, hop: int, chains: list[ChainState]) -> None:
         """On the drawer thread: one generator call for ``chains`` at ``hop``."""
-        engine, stats = self.engine, self.stats
+        stats = self.stats
         prompts, seeds, drawn = [], [], []
         for chain in chains:
             description = self._take(chain, hop, "generate")
@@ -323,7 +331,7 @@ class WaveRunner:
             return
         t0 = time.perf_counter()
         try:
-            images = engine.generator.generate(prompts, seeds)
+            images = self.generator.generate(prompts, seeds)
         except GeneratorConfigError:
             raise  # nothing will draw: stop, keeping every stored hop
         except Exception as exc:  # a backend that raised instead of returning failures
@@ -340,7 +348,7 @@ class WaveRunner:
                     f"the first with {images[0].reason}",
                     "fix what that reason names (usually a generator.<arg> value), then rerun: "
                     "the descriptions already stored are reused")
-        cuts = _text_cuts(engine.generator, prompts)
+        cuts = _text_cuts(self.generator, prompts)
         for chain, image, cut in zip(drawn, images, cuts):
             if isinstance(image, GenerationFailure):
                 chain.fail(hop, "generate", image.reason)
@@ -350,7 +358,7 @@ class WaveRunner:
             except BadImageError as exc:
                 chain.fail(hop, "generate", f"generator returned a bad image: {exc}")
                 continue
-            if engine.reject_blank and is_blank(image):
+            if self.policy.reject_blank and is_blank(image):
                 chain.fail(hop, "generate", "generator returned a blank image (one colour, e.g. a safety filter)")
                 continue
             self.writer.write_image(chain.outcome.location, hop, image, {"cut": cut} if cut else None)
