@@ -16,7 +16,7 @@ from lmms_genbench.cli import main as cli
 from lmms_genbench.core.secrets import scrub
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
 from lmms_genbench.store import failure_marker
-from lmms_genbench.store import RECORDS, check_chain
+from lmms_genbench.store import RECORDS, STORE_FORMAT, check_chain
 
 from .fakes import FakeDescriber, FakeGenerator
 
@@ -149,6 +149,7 @@ def test_a_store_written_before_records_is_verified_by_decoding_and_recorded_onc
     jobs, clean = _complete(tmp_path)
     for job in jobs:
         (job.location.directory / RECORDS).unlink()
+    (jobs[0].location.directory.parent / STORE_FORMAT).unlink()  # a store from before records
     jobs[2].location.path(3, "text").write_bytes(b"")  # and one bad legacy hop
     describer = FakeDescriber()
     outcomes, stats = CycleEngine(describer, FakeGenerator()).run(jobs)
@@ -162,7 +163,7 @@ def test_store_verify_reports_and_repair_quarantines(tmp_path, capsys):
     jobs[0].location.path(2, "image").write_bytes(b"")
     assert cli(["store", "verify", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert f"{jobs[0].location.directory}: hop 2 changed since it was written" in out
+    assert f"{jobs[0].location.directory}: hop 2: empty file (0 bytes)" in out
     assert "3 chains, 12 hops verified, 1 chains with refused hops" in out
     assert jobs[0].location.path(2, "image").exists()  # reporting moves nothing
     assert cli(["store", "verify", str(tmp_path), "--repair"]) == 0

@@ -15,10 +15,12 @@ from .common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, command, group
 
 def _run_store_verify(args: argparse.Namespace) -> int:
     """Verify every chain under FOLDER against its hops.jsonl records (each hop's sha256 and its
-    input's). Exit 0 when every hop is sound, 1 when some are not. --repair moves refused hops,
-    and every later hop of their chain, to quarantine/<time>/ in the chain's folder, so the next
-    run recomputes them; hops written before records existed are checked by decoding and
-    recorded."""
+    input's). Exit 0 when every hop is sound, 1 when some are not. In a store that keeps records
+    (store.json in the namespace) a hop without one is refused as unverified. Torn or unreadable
+    lines of hops.jsonl are reported. --repair moves refused hops, and every later hop of their
+    chain, to quarantine/<time>/ in the chain's folder, so the next run recomputes them, rewrites
+    hops.jsonl without its unreadable lines; hops written before records existed are checked by
+    decoding and recorded."""
     from lmms_genbench.store import verify_store
 
     root = Path(args.folder).expanduser()
@@ -34,8 +36,12 @@ def _run_store_verify(args: argparse.Namespace) -> int:
             print(f"{folder}: held by a running run, not checked")
             continue
         hops += check.valid
-        if check.problem:
+        if check.unreadable:
+            done = "; rewritten without them" if args.repair else ""
+            print(f"{folder}: {check.unreadable} unreadable line(s) in hops.jsonl (a torn write?){done}")
+        if check.problem or check.unreadable:
             bad += 1
+        if check.problem:
             moved = f"; moved aside to {check.quarantine}" if check.quarantine else ""
             print(f"{folder}: {check.problem}{moved}")
     verdict = "repaired" if args.repair else "refused"
@@ -67,9 +73,12 @@ def _run_store_merge(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     for line in report.left_out:
         print(f"left out (not verified): {line}")
+    for path in report.files_left_out:
+        print(f"left out (not the store's own file): {path}")
     print(f"{report.chains} chains, {report.hops} hops merged into {args.out} ({report.hops_shared} hops found "
           f"in several stores, same hash), {report.files} other files, {report.runs_lines} runs.jsonl lines; "
-          f"{report.reports_left_out} scorer reports left out (a scoring run writes them)")
+          f"{report.reports_left_out} scorer reports left out (a scoring run writes them), "
+          f"{len(report.files_left_out)} files left out in all")
     return EXIT_OK
 
 

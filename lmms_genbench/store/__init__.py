@@ -13,14 +13,15 @@ from .failures import failure_marker, failure_reason
 from .layout import DEFAULT_ROOT_ENV, ArtifactStore, ChainLocation, default_root, encode_png
 from .locks import LOCK_NAME, ChainLocks
 from .merge import Conflict, MergeConflict, MergeReport, merge_stores
-from .verify import (QUARANTINE, RECORDS, ChainCheck, append_record, chain_folders, check_chain, hop_files,
-                     read_records, sha256_file, text_cut_summary, verify_store)
+from .verify import (QUARANTINE, RECORDS, STORE_FORMAT, ChainCheck, append_record, chain_folders, check_chain,
+                     hop_files, keeps_records, mark_records, read_records, read_records_checked, sha256_file,
+                     text_cut_summary, verify_store)
 from .writer import StoreWriteError, StoreWriter
 
 __all__ = [
     "ArtifactStore", "Chain", "ChainCheck", "ChainFailure", "ChainLocation", "ChainLocks", "Conflict",
     "DEFAULT_ROOT_ENV", "DIRECTIONS", "Direction", "Kind", "LOCK_NAME", "MergeConflict", "MergeReport",
-    "NotAChainError", "QUARANTINE", "RECORDS", "StoreWriteError", "StoreWriter", "append_record",
+    "NotAChainError", "QUARANTINE", "RECORDS", "STORE_FORMAT", "StoreWriteError", "StoreWriter", "append_record",
     "chain_folders", "check_chain", "default_root", "encode_png", "failure_marker", "failure_reason", "held",
-    "hop_files", "hop_kind", "merge_stores", "read_records", "sha256_file", "text_cut_summary", "verify_store",
+    "hop_files", "hop_kind", "keeps_records", "mark_records", "merge_stores", "read_records", "read_records_checked", "sha256_file", "text_cut_summary", "verify_store",
 ]

@@ -8,10 +8,15 @@ where two sources differ is a conflict, named by chain, hop and both hashes, and
 any conflict writes nothing. Each merged chain gets a fresh ``hops.jsonl`` (each hop's hash and
 its input's), and the written store is verified again before the merge reports success.
 
-Besides chains: ``runs.jsonl`` lines are joined (each distinct line once, in source order);
-scorer reports (``*report*.json``) are left out, since a scoring run over the merged store
-rewrites them; any other file must be byte-identical wherever it occurs (``protocol.json``).
-Chain locks, quarantined hops and temporary files are never copied.
+Each merged record keeps every field of its source record (``cut`` of a drawn hop), and every
+namespace written gets the store's format marker (its chains keep records).
+
+Besides chains only the store's own files are merged: ``runs.jsonl`` lines are joined (each
+distinct line once, in source order) and ``protocol.json`` must be byte-identical wherever it
+occurs. Everything else is left out and listed (:attr:`MergeReport.files_left_out`): scorer
+reports (``*report*.json``, a scoring run over the merged store rewrites them), results files
+of shard jobs whose ``--output_path`` was the store, anything else put there by hand. Chain
+locks, quarantined hops and temporary files are never copied.
 """
 
 from __future__ import annotations
@@ -24,11 +29,13 @@ from pathlib import Path
 
 from ..core.keys import atomic_write
 from .locks import LOCK_NAME
-from .verify import QUARANTINE, RECORDS, check_chain, chain_folders, hop_files
+from .verify import QUARANTINE, RECORDS, STORE_FORMAT, check_chain, chain_folders, hop_files, mark_records
 
 __all__ = ["MergeConflict", "MergeReport", "merge_stores"]
 
 RUNS = "runs.jsonl"
+#: files of the store itself that a merge copies (``runs.jsonl`` is joined, the marker rewritten)
+OWN_FILES = ("protocol.json",)
 
 
 @dataclass(frozen=True)
@@ -59,10 +66,11 @@ class MergeReport:
     chains: int = 0
     hops: int = 0  # hops in the merged store
     hops_shared: int = 0  # hops found in more than one source (same hash)
-    files: int = 0  # other files copied (protocol.json, ...)
+    files: int = 0  # the store's own files copied (protocol.json)
     runs_lines: int = 0
     reports_left_out: int = 0
     left_out: list[str] = field(default_factory=list)  # refused source hops: "<source>: <chain>: <problem>"
+    files_left_out: list[str] = field(default_factory=list)  # "<source>/<file>": not the store's own
 
 
 @dataclass
@@ -100,6 +108,7 @@ def merge_stores(sources: list[Path], target: Path) -> MergeReport:
         raise ValueError(f"output {target} exists and is not empty")
     report = MergeReport()
     chains: dict[str, dict[int, _Hop]] = {}
+    fields: dict[tuple[str, int], dict] = {}  # (chain, hop) -> its source record's fields
     owners: dict[tuple[str, int], str] = {}  # (chain, hop) -> the source that gave its hash
     files: dict[str, _Hop] = {}
     runs: dict[str, dict[str, None]] = {}
@@ -119,6 +128,7 @@ def merge_stores(sources: list[Path], target: Path) -> MergeReport:
                 if have is None:
                     merged[hop] = _Hop(sha, found[hop])
                     owners[(rel, hop)] = str(src)
+                    fields[(rel, hop)] = check.records[hop]
                 elif have.sha != sha:
                     conflicts.setdefault(rel, Conflict(rel, hop, (owners[(rel, hop)], have.sha), (str(src), sha)))
                 else:
@@ -136,8 +146,11 @@ def merge_stores(sources: list[Path], target: Path) -> MergeReport:
                     lines.update((ln, None) for ln in (here / name).read_text(encoding="utf-8").splitlines()
                                  if ln.strip())
                     continue
-                if _is_report(name):
-                    report.reports_left_out += 1
+                if name == STORE_FORMAT:
+                    continue  # written for every merged namespace below
+                if _is_report(name) or name not in OWN_FILES:
+                    report.reports_left_out += _is_report(name)
+                    report.files_left_out.append(str(here / name))
                     continue
                 sha = _sha((here / name).read_bytes())
                 have = files.get(rel)
@@ -158,12 +171,15 @@ def merge_stores(sources: list[Path], target: Path) -> MergeReport:
                 break
             item = hops[hop]
             _copy(item, directory / item.source.name)
-            records.append(json.dumps({"hop": hop, "sha256": item.sha, "input": prev}, sort_keys=True) + "\n")
+            record = {**fields.get((rel, hop), {}), "hop": hop, "sha256": item.sha, "input": prev}
+            records.append(json.dumps(record, sort_keys=True) + "\n")
             prev = item.sha
         blob = "".join(records).encode("utf-8")
         atomic_write(directory / RECORDS, lambda fh, blob=blob: fh.write(blob))
         report.chains += 1
         report.hops += len(records)
+    for namespace in sorted({(target / rel).parent for rel in chains}):
+        mark_records(namespace)
     for rel, item in sorted(files.items()):
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
         _copy(item, target / rel)

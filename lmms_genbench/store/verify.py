@@ -3,10 +3,20 @@
 Each chain folder holds ``hops.jsonl``: one line per stored hop, appended by the writer right
 after the hop's file, ``{"hop", "sha256", "input"}`` (``input``: the sha256 of hop - 1 as
 stored when this hop was written; None for hop 0). A hop is trusted only when its file's hash
-equals its line's and its input is the previous hop as stored now. A hop with no line (a store
-written before these lines existed, or a write cut between the file and its line) is trusted
-once it decodes (a PNG that loads, a UTF-8 text that is not empty and not a failure marker),
-and its line is then added.
+equals its line's and its input is the previous hop as stored now.
+
+Records are part of the store's format: a namespace (the chains' parent folder) whose chains all
+have records holds :data:`STORE_FORMAT` (``{"records": 1}``), written with the first record of a
+new namespace. There a hop with no line (a lost or deleted ``hops.jsonl``, a write cut between
+the file and its line) is unverified and refused like an edited one. A namespace without the
+marker was written before records existed: a hop with no line is trusted once it decodes (a PNG
+that loads, a UTF-8 text that is not empty and not a failure marker) and its line is added; the
+marker follows once every chain there is recorded (``store verify --repair`` records them all).
+That mode cannot tell a text edited while its records were missing (docs/outputs.md).
+
+Records are appended on a fresh line; a torn or unreadable line is reported
+(:attr:`ChainCheck.unreadable`) and the file rewritten without it by the first repair, every
+field of the readable records kept.
 
 The first hop that fails (missing, truncated, undecodable, edited, or drawn from another input)
 and every later hop of the chain are moved aside to ``quarantine/<time>/`` in the chain's folder
@@ -32,10 +42,13 @@ from .failures import failure_marker
 
 RECORDS = "hops.jsonl"
 QUARANTINE = "quarantine"
+#: the namespace's format marker: its chains keep records, so a hop without one is refused
+STORE_FORMAT = "store.json"
+_FORMAT_BLOB = b'{"records": 1}\n'
 _SUFFIX = {"image": "png", "text": "txt"}
 
 __all__ = [
-    "RECORDS", "QUARANTINE", "ChainCheck", "append_record", "check_chain", "hop_files", "sha256_file",
+    "RECORDS", "QUARANTINE", "STORE_FORMAT", "ChainCheck", "keeps_records", "mark_records", "append_record", "check_chain", "hop_files", "sha256_file",
     "text_cut_summary",
 ]
 
@@ -45,28 +58,80 @@ def sha256_file(path: Path) -> str:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-def append_record(directory: Path, hop: int, sha: str, input_sha: str | None, note: dict | None = None) -> None:
-    """Record hop ``hop``'s hash; one short line in append mode (a torn last line is ignored).
-    ``note``: extra fields, such as ``cut`` of a drawn hop (:func:`text_cut_summary`)."""
+def append_record(directory: Path, hop: int, sha: str, input_sha: str | None, note: dict | None = None,
+                  mark: bool = True) -> None:
+    """Record hop ``hop``'s hash; one short line in append mode, on a fresh line even after a torn
+    one. ``note``: extra fields, such as ``cut`` of a drawn hop (:func:`text_cut_summary`).
+    ``mark``: a chain's first record tries to mark its namespace (:func:`mark_records`)."""
     line = json.dumps({**(note or {}), "hop": hop, "sha256": sha, "input": input_sha}, sort_keys=True) + "\n"
-    with open(directory / RECORDS, "a", encoding="utf-8") as fh:
-        fh.write(line)
+    with open(directory / RECORDS, "a+b") as fh:
+        end = fh.seek(0, os.SEEK_END)
+        if end:
+            fh.seek(end - 1)
+            if fh.read(1) != b"\n":  # a torn last line: ours must not extend it
+                line = "\n" + line
+        fh.write(line.encode("utf-8"))
+    if mark and not end:
+        mark_records(directory.parent)
+
+
+def keeps_records(namespace: Path) -> bool:
+    """Whether ``namespace``'s chains keep records (its :data:`STORE_FORMAT` marker)."""
+    return (Path(namespace) / STORE_FORMAT).is_file()
+
+
+def mark_records(namespace: Path) -> bool:
+    """Write ``namespace``'s format marker when every chain folder in it has records (a new
+    namespace, or an old one fully recorded). Returns whether the namespace is marked."""
+    namespace = Path(namespace)
+    if keeps_records(namespace):
+        return True
+    try:
+        for entry in os.scandir(namespace):
+            if entry.is_dir() and entry.name != QUARANTINE and not _is_recorded(Path(entry.path)):
+                return False
+        atomic_write(namespace / STORE_FORMAT, lambda fh: fh.write(_FORMAT_BLOB))
+    except OSError:  # read-only: the namespace stays in the pre-records mode
+        return False
+    return True
+
+
+def _is_recorded(folder: Path) -> bool:
+    """A folder that is no chain, or a chain whose every hop file has a record."""
+    files = hop_files(folder)
+    if not files:
+        return True
+    records, _ = read_records_checked(folder)
+    return all(h in records for h in files)
 
 
 def read_records(directory: Path) -> dict[int, dict[str, Any]]:
     """The last record of each hop; unreadable lines are skipped."""
+    return read_records_checked(directory)[0]
+
+
+def read_records_checked(directory: Path) -> tuple[dict[int, dict[str, Any]], int]:
+    """The last record of each hop, and how many non-empty lines could not be read."""
     records: dict[int, dict[str, Any]] = {}
+    bad = 0
     try:
         lines = (directory / RECORDS).read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
-        return records
+        return records, bad
     for line in lines:
+        if not line.strip():
+            continue
         try:
             rec = json.loads(line)
             records[int(rec["hop"])] = rec
         except (ValueError, KeyError, TypeError):
-            continue
-    return records
+            bad += 1
+    return records, bad
+
+
+def _write_records(directory: Path, records: list[dict]) -> None:
+    blob = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode("utf-8")
+    atomic_write(directory / RECORDS, lambda fh: fh.write(blob))
 
 
 def hop_files(directory: Path) -> dict[int, Path]:
@@ -119,10 +184,12 @@ class ChainCheck:
     unrecorded: int = 0  # hops without a record that decoded (recorded when repairing)
     seed_missing: bool = False  # hop 0 is absent and counted valid: the doc gives it again
     quarantine: Path | None = None
+    unreadable: int = 0  # torn or unreadable lines in hops.jsonl (dropped when repairing)
+    records: list[dict] = field(default_factory=list)  # the trusted hops' records, every field
 
     @property
     def needs_repair(self) -> bool:
-        return self.problem is not None or self.unrecorded > 0
+        return self.problem is not None or self.unrecorded > 0 or self.unreadable > 0
 
 
 def check_chain(
@@ -143,8 +210,14 @@ def check_chain(
             byte for byte); hop 1's input is then checked by the next verification.
     """
     files = hop_files(directory)
-    records = read_records(directory)
-    check = ChainCheck(valid=0)
+    records, check_unreadable = read_records_checked(directory)
+    check = ChainCheck(valid=0, unreadable=check_unreadable)
+    if check_unreadable and repair:  # rewritten before any append: the first repair leaves a readable file
+        try:
+            _write_records(directory, [records[h] for h in sorted(records)])
+        except OSError:
+            pass
+    strict = keeps_records(directory.parent)
     prev: str | None = None
     hop = 0
     end = max(files, default=-1) if last_hop is None else last_hop
@@ -155,6 +228,7 @@ def check_chain(
             if hop == 0 and missing_seed_ok:
                 check.seed_missing = True
                 check.hashes.append("")
+                check.records.append({})
                 prev = records.get(1, {}).get("input")
                 hop = 1
                 continue
@@ -164,10 +238,18 @@ def check_chain(
             break
         try:
             sha = sha256_file(path)
+            empty = path.stat().st_size == 0
         except OSError as exc:
             check.problem = f"hop {hop} unreadable ({exc.strerror or exc})"
             break
         rec = records.get(hop)
+        if empty:
+            check.problem = f"hop {hop}: empty file (0 bytes)"
+            break
+        if rec is None and strict:
+            check.problem = (f"hop {hop} has no record in a store that keeps records ({RECORDS} lost or "
+                             "cut): unverified")
+            break
         if rec is not None:
             if rec.get("sha256") != sha:
                 check.problem = f"hop {hop} changed since it was written (hash mismatch)"
@@ -181,14 +263,16 @@ def check_chain(
                 check.problem = f"hop {hop}: {problem}"
                 break
             check.unrecorded += 1
+            rec = {"hop": hop, "sha256": sha, "input": prev}
             if repair:
                 try:
-                    append_record(directory, hop, sha, prev)
-                    records[hop] = {"hop": hop, "sha256": sha, "input": prev}
+                    append_record(directory, hop, sha, prev, mark=False)  # verify_store marks once
+                    records[hop] = rec
                     check.recorded += 1
                 except OSError:  # a read-only store: trusted for this run, recorded by a writable one
                     pass
         check.hashes.append(sha)
+        check.records.append(dict(rec))
         prev = sha
         hop += 1
     check.valid = hop
@@ -211,9 +295,7 @@ def _quarantine(directory: Path, paths: list[Path], check: ChainCheck, records: 
             os.replace(path, target / path.name)
             check.moved.append(path.name)
         (target / "reason.txt").write_text(f"{check.problem}\n", encoding="utf-8")
-        kept = [records[h] for h in sorted(records) if h < check.valid]
-        blob = "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept).encode("utf-8")
-        atomic_write(directory / RECORDS, lambda fh: fh.write(blob))
+        _write_records(directory, [records[h] for h in sorted(records) if h < check.valid])
         check.quarantine = target
     except OSError:
         # a read-only store: nothing moves; the caller still trusts only the first `valid` hops
@@ -235,7 +317,9 @@ def verify_store(root: Path, repair: bool = False):
     from .locks import ChainLocks
 
     locks = ChainLocks()
+    namespaces: set[Path] = set()
     for folder in sorted(chain_folders(root)):
+        namespaces.add(folder.parent)
         held = locks.try_acquire(folder) if repair else True
         if held is False:
             yield folder, None
@@ -244,6 +328,9 @@ def verify_store(root: Path, repair: bool = False):
             yield folder, check_chain(folder, None, None, repair=repair)
         finally:
             locks.release(folder)
+    if repair:  # a pre-records namespace now recorded throughout keeps records from here on
+        for namespace in sorted(namespaces):
+            mark_records(namespace)
 
 
 def text_cut_summary(chains) -> dict[str, dict[str, Any]]:
