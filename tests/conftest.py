@@ -43,10 +43,10 @@ def smoke_run(tmp_path_factory):
 
 @pytest.fixture
 def offline(monkeypatch):
-    """GenCeption scored with a mean-colour encoder (tests/test_mmeception.py), FID off."""
+    """GenCeption scored with a mean-colour encoder (tests/chains.py), FID off."""
     import lmms_genbench.metrics.networks.encoders as encoders
 
-    from .test_mmeception import MeanColourEncoder
+    from .chains import MeanColourEncoder
 
     monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
     monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")

@@ -1,11 +1,16 @@
-"""Deterministic stand-ins for a describer and a generator, counting calls."""
+"""Deterministic stand-ins for a describer and a generator, counting calls, and a cycle
+model built on them."""
 
 from __future__ import annotations
 
 import numpy as np
+from lmms_eval.api.instance import Instance
+from lmms_eval.api.model import lmms
 from PIL import Image
 
+from lmms_genbench.engine import ArtifactStore, CycleEngine
 from lmms_genbench.generators import GenerationFailure
+from lmms_genbench.models.cycle import CycleModel
 
 
 class FakeDescriber:
@@ -52,3 +57,20 @@ class FakeGenerator:
                 image.putpixel((0, 0), tuple(255 - c for c in colour))
             out.append(image)
         return out
+
+
+def cycle_model(tmp_path):
+    """A cycle model with the fake describer and generator, storing under ``tmp_path``."""
+    model = CycleModel.__new__(CycleModel)  # skip building real networks
+    lmms.__init__(model)
+    model.store = ArtifactStore(tmp_path)
+    model.describer, model.generator = FakeDescriber(), FakeGenerator()
+    model.engine = CycleEngine(model.describer, model.generator)
+    model.last_stats = None
+    return model
+
+
+def cycle_request(doc_id, gen_kwargs):
+    """An lmms-eval request of task ``sdp`` for doc ``doc_id``."""
+    args = ("Describe the image.", gen_kwargs, lambda doc: [doc["image"]], doc_id, "sdp", "test")
+    return Instance("generate_until", args, 0, {"task": "sdp", "doc_id": doc_id, "repeats": 1})

@@ -33,7 +33,7 @@ from lmms_genbench.metrics.functional.autobench import (
     score_record,
 )
 
-from .test_autobench_fakes import FakeGenerator, ScriptedExaminer
+from .autobench_fakes import FakeGenerator, ScriptedExaminer
 
 TASKS = Path(__file__).resolve().parent.parent / "lmms_genbench" / "tasks" / "autobench"
 

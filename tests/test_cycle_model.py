@@ -1,29 +1,14 @@
 """The cycle model's request handling, with fake describer and generator."""
 
 
-from lmms_eval.api.instance import Instance
-from lmms_eval.api.model import lmms
 from PIL import Image
 
-from lmms_genbench.engine import ArtifactStore, Chain, CycleEngine
+from lmms_genbench.engine import Chain, CycleEngine
 from lmms_genbench.models.cycle import CycleModel
 
 from .fakes import FakeDescriber, FakeGenerator
-
-
-def _model(tmp_path):
-    model = CycleModel.__new__(CycleModel)  # skip building real networks
-    lmms.__init__(model)
-    model.store = ArtifactStore(tmp_path)
-    model.describer, model.generator = FakeDescriber(), FakeGenerator()
-    model.engine = CycleEngine(model.describer, model.generator)
-    model.last_stats = None
-    return model
-
-
-def _request(doc_id, gen_kwargs):
-    args = ("Describe the image.", gen_kwargs, lambda doc: [doc["image"]], doc_id, "sdp", "test")
-    return Instance("generate_until", args, 0, {"task": "sdp", "doc_id": doc_id, "repeats": 1})
+from .fakes import cycle_model as _model
+from .fakes import cycle_request as _request
 
 
 def test_each_doc_can_choose_its_chain_direction(tmp_path):

@@ -11,7 +11,8 @@ from lmms_genbench.store import held
 from lmms_genbench.store import encode_png
 from lmms_genbench.metrics.scorers.genception import GenCeptionScorer
 
-from .test_cycle_model import _model, _request
+from .fakes import cycle_model as _model
+from .fakes import cycle_request as _request
 
 
 @pytest.fixture

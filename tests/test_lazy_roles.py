@@ -14,7 +14,7 @@ from lmms_genbench.metrics.scorers.genception import GenCeptionScorer
 from lmms_genbench.models.cycle import CycleModel
 
 from .fakes import FakeGenerator
-from .test_cycle_model import _request
+from .fakes import cycle_request as _request
 
 BUILT: list[str] = []
 

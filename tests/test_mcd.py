@@ -18,7 +18,10 @@ from lmms_genbench.metrics.functional.drift import MAPPINGS, DriftStats, mcd
 from lmms_genbench.metrics.scorers.records import MetricItem
 from lmms_genbench.metrics.scorers.mcd import MCD, DriftSettings, MCDScorer, source_table
 
+from lmms_genbench.metrics.scorers import mcd as mcd_scorer
+
 from .chains import record, write_chain
+from .prepare_checks import check_prepared_once, count_calls
 
 SMOKE = {"preset": "smoke"}
 
@@ -370,3 +373,17 @@ def test_smoke_encoders_count_long_texts_and_minilm_identity(tmp_path, monkeypat
     assert report[cut] == 2 and report[other] == 0
     assert report["n_sentence_texts"] == 2 and report["n_sentence_truncated"] == 0
     assert all(math.isfinite(report[f"mcd_{m}"]) for m in MAPPINGS)
+
+
+# a report prepares each chain once: its failed_docs list reuses what scoring found (issue 24, item 4)
+
+def test_mcd_prepares_each_chain_once_and_reads_its_texts_once(tmp_path, monkeypatch, fakes):
+    calls = []
+    count_calls(monkeypatch, mcd_scorer, "_prepare", calls)
+    count_calls(monkeypatch, MCDScorer, "prepare", calls, static=True)
+    records = _records(tmp_path, scorer=FAKE_TASK)
+    scorer = MCDScorer()
+    assert scorer.aggregate([MetricItem("mcd_text->text", r) for r in records]) == pytest.approx(0.125)
+    written = json.loads((tmp_path / "ns" / "mcd_report.json").read_text())
+    assert written["failed_docs_total"] == 2
+    check_prepared_once(calls, records, written, scorer)

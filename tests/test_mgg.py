@@ -16,6 +16,7 @@ from lmms_genbench.metrics.scorers.records import MetricItem
 from lmms_genbench.metrics.scorers.settings import BOOTSTRAP_DEFAULTS
 
 from .chains import record, write_chain
+from .prepare_checks import check_prepared_once, count_calls
 from .owlv2_scores import PASS_UNDER_GENEVAL, REALISTIC, SIZE, ScriptedColors, ScriptedDetector
 
 
@@ -238,3 +239,24 @@ def test_pair_list_round_trip_and_errors(tmp_path):
     path.write_text('{"source": "docci"}\n')
     with pytest.raises(ValueError, match="line 1"):
         sdp_data.load_pair_list(path)
+
+
+# a report prepares each chain once: its failed_docs list reuses what scoring found (issue 24, item 4)
+
+def test_mgg_prepares_each_chain_once(tmp_path, monkeypatch):
+    real = mgg.MGGScorer.score
+    monkeypatch.setattr(mgg.MGGScorer, "score", lambda self, r, s, n, **kw: real(
+        self, r, s, n, detector=RedMeansFound()))
+    calls = []
+    count_calls(monkeypatch, mgg, "_prepare", calls)
+    count_calls(monkeypatch, mgg.MGGScorer, "prepare", calls, static=True)
+    smoke = {"preset": "smoke"}
+    records = [
+        _record(tmp_path, "a", "single_object", {1: True, 2: False, 3: False}, scorer=smoke),
+        _record(tmp_path, "b", "single_object", {1: True}, scorer=smoke),  # 1 of 3 generations
+    ]
+    scorer = mgg.MGGScorer()
+    assert scorer.aggregate([MetricItem("mgg", r) for r in records]) == 0.5
+    written = json.loads((tmp_path / "ns" / "mgg_report.json").read_text())
+    assert [f["chain_id"] for f in written["failed_docs"]] == ["b"]
+    check_prepared_once(calls, records, written, scorer)

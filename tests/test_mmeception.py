@@ -5,7 +5,6 @@ import math
 import datasets
 import numpy as np
 import pytest
-from PIL import Image
 
 from lmms_genbench.core.errors import WrongModelError
 from lmms_genbench.metrics.functional.intervals import estimate
@@ -13,7 +12,8 @@ from lmms_genbench.metrics.scorers.settings import BOOTSTRAP_DEFAULTS
 from lmms_genbench.metrics.scorers.genception import GENCEPTION, GenCeptionSettings, _groups
 from lmms_genbench.tasks.mmeception import utils
 
-from .chains import record, write_chain
+from .chains import MeanColourEncoder
+from .chains import genception_chain as _chain
 
 
 def test_each_mme_image_is_used_once():
@@ -31,27 +31,6 @@ def test_prompt_is_the_papers_p_desc_verbatim():
     assert utils.doc_to_text({}).startswith("Please write a clear, precise, detailed, and concise description")
     assert utils.doc_to_text({}).endswith("You must complete the description using less than 500 words.")
     assert len(utils.MME_GROUPS["visual"]) == 10 and len(utils.MME_GROUPS["textual"]) == 4
-
-
-def _chain(tmp_path, category, chain_id, colours, status="ok", iterations=3):
-    """A GenCeption chain: seed and redraws of the given colours, descriptions between."""
-    items = []
-    for t, colour in enumerate(colours):
-        items.append(Image.new("RGB", (32, 32), colour))
-        if t < len(colours) - 1:
-            items.append("d")
-    failure = None if status == "ok" else (1, "describe", "empty description")
-    chain = write_chain(tmp_path, chain_id, "image_first", items, length=2 * iterations, failure=failure)
-    return record(GENCEPTION, chain, category=category)
-
-
-class MeanColourEncoder:
-    """Embedding = mean RGB + 1: identical images have similarity 1."""
-
-    def encode(self, images):
-        import torch
-
-        return torch.tensor(np.stack([np.asarray(i, dtype=np.float64).mean((0, 1)) + 1.0 for i in images]))
 
 
 def test_scores_on_hand_worked_chains(tmp_path, monkeypatch):

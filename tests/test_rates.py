@@ -13,7 +13,7 @@ from lmms_genbench.analysis.runs import load_run
 from lmms_genbench.engine.cycle import RunStats
 from lmms_genbench.models.throughput import log_engine_run
 
-from .test_report import write_run
+from .chains import write_run
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import json
 import re
 import time
 from html.parser import HTMLParser
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -22,61 +21,8 @@ from lmms_genbench.analysis.runs import load_run
 from lmms_genbench.cli import main
 from lmms_genbench.store import Chain
 
-from .chains import write_chain
-
-DATE = "20261123_174051"
-
-
-def _report(gc=0.8):
-    """A GenCeption store report in the shape with intervals, estimators and doc_scores."""
-    return {
-        "summary": {"gc@2": gc, "s@1": 0.8, "s@2": 0.8, "iterations": 2},
-        "categories": {"cats": {"gc@2": 0.81, "n_scored": 1}, "dogs": {"gc@2": 0.79, "n_scored": 1}},
-        "scorer": {"name": "genception", "key": "k1"},
-        "intervals": {
-            "gc@2": {"low": 0.7, "high": 0.9, "stderr": 0.05, "n": 2, "level": 0.95, "method": "bootstrap"},
-            "gc_fid@2": {"low": None, "high": None, "reason": "FID has no per-doc estimator"},
-        },
-        "estimators": {"gc@2": {"kind": "mean", "column": "gc"}},
-        "doc_scores": {"chain_ids": ["a", "b"],
-                       "columns": {"gc": [0.81, 0.79], "s@1": [0.9, 0.7], "s@2": [0.72, 0.88],
-                                   "category": ["cats", "dogs"]}},
-        "failed_docs": [{"chain_id": "c", "reason": "incomplete: 3 of 4 hops"},
-                        {"chain_id": "z", "reason": "seed image unreadable"}],
-        "failed_docs_total": 2,
-    }
-
-
-def write_run(root, name, *, report=None, model_args="preset=smoke", gc=0.8, texts=("a red cup", "a cup")):
-    """One run of task ``t``: chains a, b (complete) and c (failed), its results file,
-    samples file and store report. ``report=False`` leaves the report of today's
-    stores (no intervals, estimators or doc_scores)."""
-    root = Path(root)
-    chains = [
-        write_chain(root, "a", "image_first", [(200, 0, 0), texts[0], (190, 10, 0), texts[1], (180, 20, 0)], namespace=name),
-        write_chain(root, "b", "image_first", [(0, 0, 200), "blue", (0, 10, 190), "blue sky", (0, 20, 180)], namespace=name),
-        write_chain(root, "c", "image_first", [(0, 200, 0), "green", (0, 190, 0)], namespace=name, length=4,
-                    failure=(3, "generate", "generator refused the prompt")),
-    ]
-    out = root / f"out-{name}"
-    out.mkdir()
-    scores = {"gc@2": gc, "gc_fid@2": 12.5, "extra": 0.25, "s@1": 0.8, "s@2": 0.8, "n_scored": 2, "n_failed": 1,
-              "gc@2_cats": 0.81}
-    results = {
-        "results": {"t": {"alias": "t", **{f"{k},none": v for k, v in scores.items()}, "extra_stderr,none": 0.1,
-                          "gc@2_stderr,none": "N/A"}},
-        "higher_is_better": {"t": {"gc@2": True, "gc_fid@2": False, "extra": True}},
-        "config": {"model": "cycle", "model_args": model_args},
-    }
-    (out / f"{DATE}_results.json").write_text(json.dumps(results))
-    with open(out / f"{DATE}_samples_t.jsonl", "w") as fh:
-        fh.writelines(json.dumps({"doc_id": i, "filtered_resps": [chain.to_json()]}) + "\n" for i, chain in enumerate(chains))
-    if report is not False:
-        body = report or _report(gc)
-    else:
-        body = {k: v for k, v in _report(gc).items() if k not in ("intervals", "estimators", "doc_scores")}
-    (Path(chains[0].namespace) / "report.json").write_text(json.dumps(body))
-    return out / f"{DATE}_results.json"
+from .chains import DATE, write_run
+from .chains import store_report as _report
 
 
 class _Tags(HTMLParser):

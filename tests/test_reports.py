@@ -14,7 +14,8 @@ from lmms_genbench.metrics.scorers import base, settings
 from lmms_genbench.metrics.scorers.records import MetricItem
 from lmms_genbench.metrics.scorers.genception import GenCeptionScorer
 
-from .test_mmeception import _chain
+from .chains import genception_chain as _chain
+from .prepare_checks import check_prepared_once, count_calls
 
 RED = (255, 0, 0)
 
@@ -124,3 +125,16 @@ def test_bootstrap_settings_come_from_the_task_and_are_checked():
                        ({"level": 1.5}, "level must lie between")):
         with pytest.raises(ValueError, match=match):
             settings.bootstrap_settings({"bootstrap": bad})
+
+
+# a report prepares each chain once: its failed_docs list reuses what scoring found (issue 24, item 4)
+
+def test_genception_prepares_each_chain_once(tmp_path, monkeypatch, offline):
+    calls = []
+    count_calls(monkeypatch, GenCeptionScorer, "_prepare", calls)
+    records = _records(tmp_path)
+    scorer = GenCeptionScorer()
+    assert scorer.aggregate([MetricItem("gc@3", r) for r in records]) == pytest.approx(1.0)
+    written = json.loads((tmp_path / "ns" / "report.json").read_text())
+    assert [f["chain_id"] for f in written["failed_docs"]] == ["d", "e"]
+    check_prepared_once(calls, records, written, scorer)

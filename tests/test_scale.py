@@ -14,7 +14,8 @@ from lmms_genbench.store import RECORDS, append_record, read_records, sha256_fil
 from lmms_genbench.models.cycle_args import in_shard
 from lmms_genbench.models.cycle_args import shard_arg
 
-from .test_cycle_model import _model, _request
+from .fakes import cycle_model as _model
+from .fakes import cycle_request as _request
 
 
 # -- shard=i/n -------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""A scripted examiner and a fake generator for the AutoBench tests (no tests here;
-the name keeps to the test_autobench* files). Valid outputs chosen by the
+"""A scripted examiner and a fake generator for the AutoBench tests. Valid outputs chosen by the
 prompt's stage, optionally broken or failing on cue."""
 
 from __future__ import annotations
