@@ -1,6 +1,7 @@
 """Store faults end to end through the real `lmms-eval` command: an always-failing describer
 endpoint (a stub on 127.0.0.1) leaves every doc failed with the endpoint's reason and nothing
-stored; once healthy, a rerun computes and scores them. A damaged hop in a finished store is
+stored; once healthy, a rerun computes and scores them. A damaged hop in a finished store, and a
+chain that lost its records and then had a hop edited, are caught (``store verify``) and
 recomputed, and the rerun reproduces the clean run's scores."""
 
 import json
@@ -67,10 +68,17 @@ def test_a_damaged_store_is_repaired_and_the_rerun_reproduces_the_clean_scores(t
     chain = sorted(p.parent for p in art.rglob("hops.jsonl"))[1]
     (chain / "004.png").write_bytes(b"")  # a truncated drawing
     (chain / "005.txt").write_text("an edited description", encoding="utf-8")
+    lost = sorted(p.parent for p in art.rglob("hops.jsonl"))[2]  # records lost, then a hop edited
+    (lost / "hops.jsonl").unlink()
+    (lost / "001.txt").write_text("an edited description", encoding="utf-8")
+    verify = run([str(BIN / "lmms-genbench"), "store", "verify", str(art)], tmp_path, log="verify.log")
+    assert verify.returncode == 1 and f"{lost}: hop 0 has no record" in verify.stdout, verify.stdout
+    assert "2 chains with refused hops" in verify.stdout
     proc, again = _run(tmp_path, "again", art, "preset=smoke")
     assert again == clean, proc.stderr[-3000:]
     runs = [json.loads(line) for line in next(art.rglob("runs.jsonl")).read_text().splitlines()]
-    assert runs[-1]["hops_computed"] == 3 and runs[-1]["chains_repaired"] == 1  # hops 4, 5, 6 of one chain
+    # hops 4, 5, 6 of one chain; hops 1-6 of the other (its seed comes from the doc again)
+    assert runs[-1]["hops_computed"] == 3 + 6 and runs[-1]["chains_repaired"] == 2
     assert sorted(p.name for p in (chain / "quarantine").rglob("00*")) == ["004.png", "005.txt", "006.png"]
 
 
