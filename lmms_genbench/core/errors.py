@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["NETWORK_ERRORS", "VERBOSITY_ENV", "ActionableError", "WrongModelError", "describe", "from_exception",
+__all__ = ["NETWORK_ERRORS", "VERBOSITY_ENV", "ActionableError", "Interrupted", "WrongModelError", "describe", "from_exception",
            "load_failure", "network_error", "one_line"]
 
 #: set by lmms-eval from ``--verbosity``; DEBUG prints the cause's traceback too
@@ -77,6 +77,28 @@ class ActionableError(SystemExit):
     def message(self) -> str:
         """``<cause>. Fix: <fix>``, without the program name."""
         return f"{self.cause}. Fix: {self.fix}"
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT during one of our runs: raised on the main thread by the run's handler,
+    so ``with`` blocks drain queued store writes on the way out; the run then ends with
+    :meth:`line` and exit status ``128 + signum`` (:mod:`lmms_genbench.hooks.run`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = int(signum)
+
+    @property
+    def name(self) -> str:
+        import signal
+
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+    def line(self) -> str:
+        return f"lmms-genbench: interrupted by {self.name}; rerun the same command to resume"
 
 
 class WrongModelError(ActionableError):

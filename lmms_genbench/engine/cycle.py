@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..core.errors import Interrupted
 from ..core.progress import progress_bar
 from ..generators.base import Generator
 from ..store import Chain, ChainFailure, ChainLocation, ChainLocks, StoreWriter
@@ -255,7 +256,7 @@ def terminate_as_interrupt():
         return
 
     def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise Interrupted(signum)
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
