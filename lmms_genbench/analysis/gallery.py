@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import printable
 from ..store import Chain
 from .results import finite_or_none
 
@@ -172,6 +173,7 @@ def _read_text(path: Path) -> tuple[str | None, int, str | None]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         return None, 0, f"cannot read {path.name} ({exc.strerror or exc})"
+    text = printable(text)  # NUL, ESC[..m, U+202E shown as escapes on the page, never raw
     if len(text) > MAX_TEXT_CHARS:
         return text[:MAX_TEXT_CHARS], len(text) - MAX_TEXT_CHARS, None
     return text, 0, None

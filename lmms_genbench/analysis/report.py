@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import printable
 from ..core.keys import atomic_write
 from .gallery import Thumbnails, build_cards, doc_order
 from .rates import rates_from_throughput
@@ -151,7 +152,8 @@ def _failed(task_runs: Sequence[TaskRun | None], labels: Sequence[str]) -> dict[
             if chain.failure is not None:
                 listed.add(chain.chain_id)
                 rows.append({"run": run, "label": labels[run], "chain_id": chain.chain_id, "doc_id": doc_id,
-                             "stage": chain.failure.stage, "hop": chain.failure.hop, "reason": chain.failure.reason})
+                             "stage": chain.failure.stage, "hop": chain.failure.hop,
+                             "reason": printable(chain.failure.reason)})
         reported = 0
         for report in task.reports.values():
             reported += int(report.get("failed_docs_total") or 0)
@@ -159,7 +161,7 @@ def _failed(task_runs: Sequence[TaskRun | None], labels: Sequence[str]) -> dict[
                 if isinstance(item, Mapping) and str(item.get("chain_id")) not in listed:
                     listed.add(str(item.get("chain_id")))
                     rows.append({"run": run, "label": labels[run], "chain_id": str(item.get("chain_id")),
-                                 "doc_id": "", "stage": "scorer", "hop": "", "reason": str(item.get("reason"))})
+                                 "doc_id": "", "stage": "scorer", "hop": "", "reason": printable(item.get("reason"))})
         totals.append({"n_failed": fmt(task.scores.get("n_failed"), "n_failed"), "listed": len(listed), "reported": reported})
     return {"rows": rows, "totals": totals}
 

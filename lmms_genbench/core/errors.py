@@ -16,12 +16,13 @@ original traceback is printed first, above the line.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["NETWORK_ERRORS", "VERBOSITY_ENV", "ActionableError", "Interrupted", "WrongModelError", "describe", "from_exception",
+__all__ = ["NETWORK_ERRORS", "VERBOSITY_ENV", "ActionableError", "Interrupted", "printable", "WrongModelError", "describe", "from_exception",
            "load_failure", "network_error", "one_line"]
 
 #: set by lmms-eval from ``--verbosity``; DEBUG prints the cause's traceback too
@@ -33,9 +34,22 @@ NETWORK_ERRORS = ("ConnectionError", "ConnectError", "ReadError", "RemoteProtoco
                   "TimeoutError")
 
 
+#: characters never shown raw: C0 controls (NUL, ESC starting terminal escape sequences, ...),
+#: DEL, C1 controls, and the bidirectional overrides and isolates that reorder what is shown
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: object) -> str:
+    """``text`` with control characters, escape sequences and bidi overrides written as escapes
+    (``\\x1b``, ``\\u202e``): what a describer or an endpoint answered never drives a terminal or
+    reorders a page. Newlines and tabs are kept."""
+    return _UNPRINTABLE.sub(lambda m: ascii(m.group(0))[1:-1], str(text))
+
+
 def one_line(text: object, limit: int = _MAX_CHARS) -> str:
-    """``text`` on one line (whitespace runs collapsed), at most ``limit`` characters."""
-    flat = " ".join(str(text).split())
+    """``text`` on one line (whitespace runs collapsed, control characters escaped), at most
+    ``limit`` characters."""
+    flat = " ".join(printable(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -13,6 +13,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from ..core.errors import printable
 from ..core.secrets import scrub
 from ..store import ChainFailure, check_chain
 
@@ -68,8 +69,9 @@ class ChainState:
         return self.outcome.spec.kind(self.hop)
 
     def fail(self, hop: int, stage: str, reason: str) -> None:
-        # reasons reach logs, reports and runs.jsonl: never a credential an endpoint echoed
-        self.outcome.failure = ChainFailure(hop, stage, scrub(reason))
+        # reasons reach logs, reports and runs.jsonl: never a credential an endpoint echoed,
+        # never a control character or escape sequence it answered
+        self.outcome.failure = ChainFailure(hop, stage, printable(scrub(reason)))
         self.hop, self.carry, self.pending = None, None, None
 
     def defer(self) -> None:

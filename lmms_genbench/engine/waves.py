@@ -318,15 +318,19 @@ class WaveRunner:
     def _draw(self, hop: int, chains: list[ChainState]) -> None:
         """On the drawer thread: one generator call for ``chains`` at ``hop``."""
         stats = self.stats
-        prompts, seeds, drawn = [], [], []
+        prompts, seeds, drawn, chars_cut = [], [], [], []
         for chain in chains:
             description = self._take(chain, hop, "generate")
             if description is None:
                 continue
             spec = chain.outcome.spec
+            over = len(description) - PROMPT_CHARS
+            if over > 0:  # stored in full, drawn from its first PROMPT_CHARS characters
+                description = description[:PROMPT_CHARS]
             prompts.append(spec.generate_prompt.format(description=description))
             seeds.append(generation_seed(spec, chain.outcome.key, hop))
             drawn.append(chain)
+            chars_cut.append(max(over, 0))
         if not drawn:
             return
         t0 = time.perf_counter()
@@ -349,6 +353,9 @@ class WaveRunner:
                     "fix what that reason names (usually a generator.<arg> value), then rerun: "
                     "the descriptions already stored are reused")
         cuts = _text_cuts(self.generator, prompts)
+        for i, over in enumerate(chars_cut):
+            if over:  # recorded like an encoder's cut: [characters read, characters cut]
+                cuts[i] = {**(cuts[i] or {}), PROMPT_CUT: [PROMPT_CHARS, over]}
         for chain, image, cut in zip(drawn, images, cuts):
             if isinstance(image, GenerationFailure):
                 chain.fail(hop, "generate", image.reason)
@@ -363,6 +370,14 @@ class WaveRunner:
                 continue
             self.writer.write_image(chain.outcome.location, hop, image, {"cut": cut} if cut else None)
             self._advance(chain, hop, image)
+
+
+#: characters of a description a generator is given (docs/models.md): a describer that answers
+#: megabytes (an API without a length limit) has its answer stored in full, drawn from the first
+#: PROMPT_CHARS characters (DALL-E 3's prompt limit; ~4x what a T5-XXL encoder reads at 512 tokens)
+PROMPT_CHARS = 4000
+#: the record's ``cut`` entry of a description cut to PROMPT_CHARS (beside the encoders' entries)
+PROMPT_CUT = "prompt_chars"
 
 
 def _text_cuts(generator, prompts: list[str]) -> list:

@@ -12,7 +12,8 @@ calls lmms-eval's ``evaluate`` and does nothing else. Otherwise, for that call o
   scored them), and our tasks' per-doc scores written into the logged samples
   (:mod:`lmms_genbench.host_scores`);
 * a loguru patcher that masks the environment's secrets in every record, lmms-eval's own lines
-  included (our model types only);
+  included, and escapes control characters, terminal escape sequences and bidi overrides
+  (:func:`~lmms_genbench.core.errors.printable`; our model types only);
 * one torch thread for a model built by a smoke preset (tiny networks: extra threads only
   contend), unless ``OMP_NUM_THREADS`` is set;
 * SIGTERM and SIGINT handlers (our model types, main thread): either signal raises
@@ -187,6 +188,7 @@ def _mask_secrets(run: Run):
     is set and put back directly, and without it nothing is changed."""
     from loguru import logger
 
+    from ..core.errors import printable
     from ..core.secrets import scrub
 
     core = getattr(logger, "_core", None)
@@ -195,7 +197,7 @@ def _mask_secrets(run: Run):
     before = core.patcher
 
     def mask(record):
-        record["message"] = scrub(record["message"])
+        record["message"] = printable(scrub(record["message"]))
         if before is not None:
             before(record)
 
