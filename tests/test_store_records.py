@@ -10,8 +10,34 @@ from lmms_genbench.engine import CycleEngine
 from lmms_genbench.store import (RECORDS, STORE_FORMAT, ArtifactStore, append_record, check_chain, keeps_records,
                                  merge_stores, read_records, read_records_checked, sha256_file)
 
+from PIL import Image
+
+from lmms_genbench.engine import ChainJob, ChainSpec
+
 from .fakes import FakeDescriber, FakeGenerator
-from .test_store_integrity import _complete, _hop_bytes, _jobs, _spec
+
+
+def _spec(iterations=2):
+    return ChainSpec.from_request("Describe the image.", {"iterations": iterations})
+
+
+def _jobs(store, spec, n=3):
+    ns = store.namespace("d", "g", spec.protocol_id("test"))
+    seeds = [Image.new("RGB", (16, 16), (20 * i, 100, 200)) for i in range(n)]
+    return [ChainJob(str(k), spec, store.chain(ns, str(k)), (lambda s=s: [s])) for k, s in enumerate(seeds)]
+
+
+def _hop_bytes(jobs):
+    """Every hop file of every chain: path -> bytes."""
+    return {p: p.read_bytes() for j in jobs for p in sorted(j.location.directory.glob("[0-9][0-9][0-9].*"))}
+
+
+def _complete(tmp_path, n=3):
+    store, spec = ArtifactStore(tmp_path), _spec()
+    jobs = _jobs(store, spec, n)
+    outcomes, _ = CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
+    assert all(o.ok for o in outcomes)
+    return jobs, _hop_bytes(jobs)
 
 
 def test_a_new_store_is_marked_as_keeping_records(tmp_path):
