@@ -94,7 +94,7 @@ def test_planning_and_the_wave_runner_are_handed_a_policy_not_the_engine():
     for function in (plan, resume, WaveRunner.__init__):
         params = list(inspect.signature(function).parameters)
         assert "engine" not in params and "policy" in params, (function.__qualname__, params)
-    for module in ("planning", "waves"):
+    for module in ("planning", "waves", "steps"):
         assert "self.engine" not in (TASKS.parent / "engine" / f"{module}.py").read_text()
 
 

@@ -8,7 +8,7 @@ from lmms_genbench.analysis.report import build_context, render
 from lmms_genbench.analysis.runs import load_run
 from lmms_genbench.core.errors import one_line, printable
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
-from lmms_genbench.engine.waves import PROMPT_CHARS, PROMPT_CUT
+from lmms_genbench.engine.steps import PROMPT_CHARS, PROMPT_CUT
 from lmms_genbench.store import read_records, text_cut_summary
 from PIL import Image
 

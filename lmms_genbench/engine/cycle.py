@@ -33,7 +33,8 @@ from ..store import Chain, ChainFailure, ChainLocation, ChainLocks, StoreWriter
 from .describer import Describer
 from .protocol import ChainSpec
 from .planning import ChainState, RunPolicy, chunked, load_lazy, plan
-from .waves import WaveRunner, generation_seed
+from .steps import generation_seed
+from .waves import WaveRunner
 
 logger = logging.getLogger(__name__)
 
