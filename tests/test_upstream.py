@@ -4,7 +4,6 @@ what it writes and over our own task folders. The export applied to lmms-eval's 
 run there: tests/test_upstream_e2e.py."""
 
 import ast
-import importlib.util
 import re
 import subprocess
 import sys
@@ -15,24 +14,11 @@ import pytest
 from lmms_genbench.cli import main
 from lmms_genbench.upstream import FOLDERS, MODEL_SHIM
 
+from .host_lint import host_lint
+
 TASKS = Path(__file__).resolve().parent.parent / "lmms_genbench" / "tasks"
 REGISTRY = 'AVAILABLE_SIMPLE_MODELS = {\n    "aero": "Aero",\n}\n\nAVAILABLE_CHAT_TEMPLATE_MODELS = {}\n'
 PYPROJECT = '[project]\nname = "lmms_eval"\n\n[project.optional-dependencies]\nqwen = [\n    "qwen_vl_utils",\n]\n'
-
-
-def host_lint(paths, root):
-    """lmms-eval's black and isort checks over ``paths``, run in ``root`` as their pre-commit
-    runs in their checkout (isort tells first-party imports by it): the problems, or []."""
-    for tool in ("black", "isort"):
-        if importlib.util.find_spec(tool) is None:
-            pytest.skip(f"{tool} is not installed (the dev extra pins black==25.1.0, isort==6.0.1)")
-    checks = ([sys.executable, "-m", "black", "--check", "--line-length=240"], [sys.executable, "-m", "isort", "--check-only", "--profile", "black"])
-    problems = []
-    for check in checks:
-        proc = subprocess.run([*check, *map(str, paths)], cwd=root, capture_output=True, text=True, check=False)
-        if proc.returncode:
-            problems.append(proc.stdout + proc.stderr)
-    return problems
 
 
 def minimal_tree(root):

@@ -17,7 +17,7 @@ import pytest
 
 from .lmms_eval_runs import BIN, results_file, run
 from .score_pins import EXACT_REL, mismatches, pins, tolerance
-from .test_upstream import host_lint
+from .host_lint import host_lint
 
 pytestmark = pytest.mark.integration
 
