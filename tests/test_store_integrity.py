@@ -10,40 +10,19 @@ import threading
 import time
 
 import pytest
-from PIL import Image
 
 from lmms_genbench.cli import main as cli
 from lmms_genbench.core.secrets import scrub
-from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
+from lmms_genbench.engine import ArtifactStore, CycleEngine
 from lmms_genbench.store import failure_marker
 from lmms_genbench.store import RECORDS, STORE_FORMAT, check_chain
 
 from .fakes import FakeDescriber, FakeGenerator
+from .store_chains import complete_store, hop_bytes, jobs_of, spec_of
 
 SENTINEL = "[LMMS_EVAL_REQUEST_FAILED after 5 retries] Error code: 500 - {'error': 'upstream down'}"
 
 
-def _spec(iterations=2):
-    return ChainSpec.from_request("Describe the image.", {"iterations": iterations})
-
-
-def _jobs(store, spec, n=3):
-    ns = store.namespace("d", "g", spec.protocol_id("test"))
-    seeds = [Image.new("RGB", (16, 16), (20 * i, 100, 200)) for i in range(n)]
-    return [ChainJob(str(k), spec, store.chain(ns, str(k)), (lambda s=s: [s])) for k, s in enumerate(seeds)]
-
-
-def _hop_bytes(jobs):
-    """Every hop file of every chain: path -> bytes."""
-    return {p: p.read_bytes() for j in jobs for p in sorted(j.location.directory.glob("[0-9][0-9][0-9].*"))}
-
-
-def _complete(tmp_path, n=3):
-    store, spec = ArtifactStore(tmp_path), _spec()
-    jobs = _jobs(store, spec, n)
-    outcomes, _ = CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
-    assert all(o.ok for o in outcomes)
-    return jobs, _hop_bytes(jobs)
 
 
 class Sentinel(FakeDescriber):
@@ -65,8 +44,8 @@ def test_every_lmms_eval_failure_marker_is_recognised(text):
 
 def test_a_failing_describer_fails_every_doc_stores_nothing_and_a_rerun_retries(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789abcdef")
-    store, spec = ArtifactStore(tmp_path), _spec()
-    jobs = _jobs(store, spec)
+    store, spec = ArtifactStore(tmp_path), spec_of()
+    jobs = jobs_of(store, spec)
     outcomes, stats = CycleEngine(Sentinel(), FakeGenerator()).run(jobs)
     assert [o.failure.stage for o in outcomes] == ["describe"] * 3
     assert all("upstream down" in o.failure.reason for o in outcomes)  # the endpoint's reason
@@ -80,8 +59,8 @@ def test_a_failing_describer_fails_every_doc_stores_nothing_and_a_rerun_retries(
 
 
 def test_empty_and_whitespace_descriptions_are_failures_not_prompts(tmp_path):
-    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
-    jobs = _jobs(store, spec, 2)
+    store, spec = ArtifactStore(tmp_path), spec_of(iterations=1)
+    jobs = jobs_of(store, spec, 2)
     colour = lambda k: (20 * k, 100, 200)  # noqa: E731
     describer = FakeDescriber(replies={colour(0): "", colour(1): " \n\t "})
     outcomes, _ = CycleEngine(describer, FakeGenerator()).run(jobs)
@@ -103,7 +82,7 @@ def test_secrets_are_masked_by_value_and_by_shape(monkeypatch):
     ("edit", 1), ("empty", 3), ("utf8", 1), ("delete", 2),  # texts, and a deleted middle image
 ])
 def test_a_damaged_hop_and_every_later_one_are_moved_aside_and_recomputed(tmp_path, damage, hop):
-    jobs, clean = _complete(tmp_path)
+    jobs, clean = complete_store(tmp_path)
     path = jobs[1].location.path(hop, "image" if hop % 2 == 0 else "text")
     data = path.read_bytes()
     if damage == "empty":
@@ -122,7 +101,7 @@ def test_a_damaged_hop_and_every_later_one_are_moved_aside_and_recomputed(tmp_pa
     describer, generator = FakeDescriber(), FakeGenerator()
     outcomes, stats = CycleEngine(describer, generator).run(jobs)
     assert all(o.ok for o in outcomes)
-    assert _hop_bytes(jobs) == clean  # recomputed exactly what was damaged
+    assert hop_bytes(jobs) == clean  # recomputed exactly what was damaged
     moved = list((jobs[1].location.directory / "quarantine").rglob("[0-9][0-9][0-9].*"))
     assert sorted(p.name for p in moved) == [f"{h:03d}.{'png' if h % 2 == 0 else 'txt'}"
                                               for h in range(hop, 5) if not (damage == "delete" and h == hop)]
@@ -132,7 +111,7 @@ def test_a_damaged_hop_and_every_later_one_are_moved_aside_and_recomputed(tmp_pa
 
 def test_a_hop_drawn_from_another_input_is_refused(tmp_path):
     """Two runs raced and hop 2 was drawn from a description other than the stored hop 1."""
-    jobs, clean = _complete(tmp_path)
+    jobs, clean = complete_store(tmp_path)
     text = jobs[0].location.path(1, "text")
     text.write_text("another description that a second run wrote", encoding="utf-8")
     records = jobs[0].location.directory / RECORDS
@@ -146,20 +125,20 @@ def test_a_hop_drawn_from_another_input_is_refused(tmp_path):
 
 
 def test_a_store_written_before_records_is_verified_by_decoding_and_recorded_once(tmp_path):
-    jobs, clean = _complete(tmp_path)
+    jobs, clean = complete_store(tmp_path)
     for job in jobs:
         (job.location.directory / RECORDS).unlink()
     (jobs[0].location.directory.parent / STORE_FORMAT).unlink()  # a store from before records
     jobs[2].location.path(3, "text").write_bytes(b"")  # and one bad legacy hop
     describer = FakeDescriber()
     outcomes, stats = CycleEngine(describer, FakeGenerator()).run(jobs)
-    assert all(o.ok for o in outcomes) and describer.calls == [1] and _hop_bytes(jobs) == clean
+    assert all(o.ok for o in outcomes) and describer.calls == [1] and hop_bytes(jobs) == clean
     assert all(len((j.location.directory / RECORDS).read_text().splitlines()) == 5 for j in jobs)
     assert all(check_chain(j.location.directory, repair=False).unrecorded == 0 for j in jobs)
 
 
 def test_store_verify_reports_and_repair_quarantines(tmp_path, capsys):
-    jobs, _ = _complete(tmp_path)
+    jobs, _ = complete_store(tmp_path)
     jobs[0].location.path(2, "image").write_bytes(b"")
     assert cli(["store", "verify", str(tmp_path)]) == 1
     out = capsys.readouterr().out
@@ -194,13 +173,13 @@ class Unseeded(FakeGenerator):
 
 
 def test_two_runs_on_one_store_compute_each_chain_once(tmp_path):
-    store, spec = ArtifactStore(tmp_path), _spec()
+    store, spec = ArtifactStore(tmp_path), spec_of()
     describers = [Slow(), Slow()]
     generators = [Unseeded(batch_size=1), Unseeded(batch_size=1)]
     results = [None, None]
 
     def run(i):
-        results[i] = CycleEngine(describers[i], generators[i], describer_batch=1).run(_jobs(store, spec, 4))
+        results[i] = CycleEngine(describers[i], generators[i], describer_batch=1).run(jobs_of(store, spec, 4))
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     for t in threads:
@@ -219,7 +198,7 @@ def test_a_lock_left_by_a_killed_process_blocks_nothing(tmp_path):
     import subprocess
     import sys
 
-    jobs = _jobs(ArtifactStore(tmp_path), _spec(iterations=1), 1)
+    jobs = jobs_of(ArtifactStore(tmp_path), spec_of(iterations=1), 1)
     folder = jobs[0].location.directory
     folder.mkdir(parents=True)
     code = (f"from filelock import FileLock; import os; l = FileLock({str(folder / '.lock')!r}); l.acquire(); "
@@ -257,22 +236,22 @@ class TerminatedAfterFirst(FakeDescriber):
 
 
 def test_sigterm_drains_queued_writes_and_the_rerun_finishes_the_same(tmp_path):
-    store, spec = ArtifactStore(tmp_path / "a"), _spec()
-    jobs = _jobs(store, spec, 4)
+    store, spec = ArtifactStore(tmp_path / "a"), spec_of()
+    jobs = jobs_of(store, spec, 4)
     with pytest.raises(KeyboardInterrupt):
         CycleEngine(TerminatedAfterFirst(), FakeGenerator(batch_size=2), describer_batch=2, overlap=False).run(jobs)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is put back
-    kept = _hop_bytes(jobs)
+    kept = hop_bytes(jobs)
     assert kept and all(check_chain(j.location.directory, repair=False).problem is None for j in jobs)
     outcomes, _ = CycleEngine(FakeDescriber(), FakeGenerator(batch_size=2), describer_batch=2).run(jobs)
-    clean_jobs = _jobs(ArtifactStore(tmp_path / "b"), spec, 4)
+    clean_jobs = jobs_of(ArtifactStore(tmp_path / "b"), spec, 4)
     CycleEngine(FakeDescriber(), FakeGenerator(batch_size=2), describer_batch=2).run(clean_jobs)
-    assert [v for _, v in sorted(_hop_bytes(jobs).items())] == [v for _, v in sorted(_hop_bytes(clean_jobs).items())]
+    assert [v for _, v in sorted(hop_bytes(jobs).items())] == [v for _, v in sorted(hop_bytes(clean_jobs).items())]
 
 
 def test_a_run_sweeps_stale_temporary_files_of_the_chains_it_computes(tmp_path):
-    store, spec = ArtifactStore(tmp_path), _spec(iterations=1)
-    jobs = _jobs(store, spec, 1)
+    store, spec = ArtifactStore(tmp_path), spec_of(iterations=1)
+    jobs = jobs_of(store, spec, 1)
     jobs[0].location.directory.mkdir(parents=True)
     stale = jobs[0].location.directory / ".001.txt.abc123.tmp"
     stale.write_bytes(b"half a write")

@@ -8,46 +8,22 @@ import json
 from lmms_genbench.cli import main as cli
 from lmms_genbench.engine import CycleEngine
 from lmms_genbench.store import (RECORDS, STORE_FORMAT, ArtifactStore, append_record, check_chain, keeps_records,
-                                 merge_stores, read_records, read_records_checked, sha256_file)
-
-from PIL import Image
-
-from lmms_genbench.engine import ChainJob, ChainSpec
+                                 read_records, read_records_checked, sha256_file)
 
 from .fakes import FakeDescriber, FakeGenerator
+from .store_chains import complete_store, hop_bytes, jobs_of, spec_of
 
 
-def _spec(iterations=2):
-    return ChainSpec.from_request("Describe the image.", {"iterations": iterations})
-
-
-def _jobs(store, spec, n=3):
-    ns = store.namespace("d", "g", spec.protocol_id("test"))
-    seeds = [Image.new("RGB", (16, 16), (20 * i, 100, 200)) for i in range(n)]
-    return [ChainJob(str(k), spec, store.chain(ns, str(k)), (lambda s=s: [s])) for k, s in enumerate(seeds)]
-
-
-def _hop_bytes(jobs):
-    """Every hop file of every chain: path -> bytes."""
-    return {p: p.read_bytes() for j in jobs for p in sorted(j.location.directory.glob("[0-9][0-9][0-9].*"))}
-
-
-def _complete(tmp_path, n=3):
-    store, spec = ArtifactStore(tmp_path), _spec()
-    jobs = _jobs(store, spec, n)
-    outcomes, _ = CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
-    assert all(o.ok for o in outcomes)
-    return jobs, _hop_bytes(jobs)
 
 
 def test_a_new_store_is_marked_as_keeping_records(tmp_path):
-    jobs, _ = _complete(tmp_path)
+    jobs, _ = complete_store(tmp_path)
     namespace = jobs[0].location.directory.parent
     assert keeps_records(namespace) and json.loads((namespace / STORE_FORMAT).read_text()) == {"records": 1}
 
 
 def test_lost_records_and_an_edited_hop_are_caught_by_verify_and_recomputed_by_a_rerun(tmp_path, capsys):
-    jobs, clean = _complete(tmp_path)
+    jobs, clean = complete_store(tmp_path)
     chain = jobs[1].location.directory
     (chain / RECORDS).unlink()
     chain.joinpath("001.txt").write_text("a description edited while its records were gone", encoding="utf-8")
@@ -58,12 +34,12 @@ def test_lost_records_and_an_edited_hop_are_caught_by_verify_and_recomputed_by_a
     describer = FakeDescriber()
     outcomes, stats = CycleEngine(describer, FakeGenerator()).run(jobs)
     assert all(o.ok for o in outcomes) and stats.chains_repaired == 1 and stats.hops_computed == 4
-    assert _hop_bytes(jobs) == clean  # the clean run's hops, so its scores
+    assert hop_bytes(jobs) == clean  # the clean run's hops, so its scores
     assert cli(["store", "verify", str(tmp_path)]) == 0
 
 
 def test_a_pre_records_store_is_decoded_once_then_marked_by_repair(tmp_path, capsys):
-    jobs, clean = _complete(tmp_path)
+    jobs, clean = complete_store(tmp_path)
     namespace = jobs[0].location.directory.parent
     (namespace / STORE_FORMAT).unlink()
     for job in jobs:
@@ -75,7 +51,7 @@ def test_a_pre_records_store_is_decoded_once_then_marked_by_repair(tmp_path, cap
 
 
 def test_a_torn_line_is_reported_and_the_first_repair_leaves_a_readable_file_with_every_field(tmp_path, capsys):
-    jobs, _ = _complete(tmp_path)
+    jobs, _ = complete_store(tmp_path)
     chain = jobs[0].location.directory
     lines = (chain / RECORDS).read_text().splitlines()
     cut = {**json.loads(lines[2]), "cut": {"clip": [77, 3]}}  # a drawn hop's record with its cut
@@ -104,7 +80,7 @@ def test_an_append_after_a_torn_line_starts_on_a_fresh_line(tmp_path):
 
 
 def test_an_empty_png_is_reported_as_an_empty_file(tmp_path):
-    jobs, _ = _complete(tmp_path)
+    jobs, _ = complete_store(tmp_path)
     jobs[0].location.path(2, "image").write_bytes(b"")
     assert check_chain(jobs[0].location.directory, repair=False).problem == "hop 2: empty file (0 bytes)"
 
@@ -113,8 +89,8 @@ def test_merge_keeps_record_fields_marks_the_store_and_lists_files_it_left_out(t
     a, b, out = tmp_path / "a", tmp_path / "b", tmp_path / "m"
     made = {}
     for root, keys in ((a, [0, 1]), (b, [2])):
-        store, spec = ArtifactStore(root), _spec()
-        jobs = made[root] = [j for k, j in enumerate(_jobs(store, spec, 3)) if k in keys]
+        store, spec = ArtifactStore(root), spec_of()
+        jobs = made[root] = [j for k, j in enumerate(jobs_of(store, spec, 3)) if k in keys]
         CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
         (jobs[0].location.directory.parent / "protocol.json").write_text('{"task": "t"}')
         (root / "results_2026-11-26.json").write_text('{"results": {"partial": 7}}')  # a shard's --output_path
