@@ -18,6 +18,7 @@ from lmms_genbench.generators.diffusers_backend import DiffusersGenerator
 from lmms_genbench.smoke.pipelines import tiny_family_path
 
 from .lmms_eval_runs import BIN, results_file, run
+from .tiny_pipelines import PipelineRecorder
 
 # Kandinsky 3 sizes its latents for a scale-8 MoVQ in 64-px steps; the others draw 32 px
 SIZES = {"kandinsky3": 64}
@@ -49,18 +50,6 @@ def _cycle(model_args: str, tmp_path):
                                                      {"batch_size": 1, "device": None})
 
 
-class _Recorder:
-    def __init__(self, pipe):
-        self.pipe, self.calls = pipe, []
-
-    def __call__(self, **kwargs):
-        self.calls.append(kwargs)
-        return self.pipe(**kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.pipe, name)
-
-
 #: in the default run (the rest with --e2e)
 QUICK = ("sd3", "flux", "sana")
 
@@ -75,7 +64,7 @@ def test_a_setting_from_the_model_args_reaches_the_pipeline_and_the_key(family, 
     generator = model.generator.load()  # what the first drawing does: the weights load, the probe draws
     assert isinstance(generator, DiffusersGenerator) and generator.name == model.generator.name
     assert generator.call_settings[name] == value
-    recorder = _Recorder(generator.pipeline)
+    recorder = PipelineRecorder(generator.pipeline)
     generator.pipeline = recorder
     (image,) = generator.generate(["a red cat on a blue rug"], [0])
     assert recorder.calls[0][name] == value and image.size == (SIZES.get(family, 32),) * 2

@@ -19,7 +19,7 @@ from lmms_genbench.core.keys import generator_name
 from lmms_genbench.generators import build_generator
 from lmms_genbench.generators.diffusers_backend import DiffusersGenerator
 
-from .tiny_pipelines import CLIP_TOKENS, tiny_flux, tiny_sd3
+from .tiny_pipelines import CLIP_TOKENS, PipelineRecorder, tiny_flux, tiny_sd3
 
 LONG = "a red cat on a blue rug beside the window " * 18  # 300 to 500 tiny-tokenizer tokens
 
@@ -48,15 +48,6 @@ def _gen(pipe, **kwargs):
                            steps=1, width=32, height=32, **kwargs)
 
 
-class _Recorder:
-    def __init__(self, pipe):
-        self.pipe, self.calls = pipe, []
-
-    def __call__(self, **kwargs):
-        self.calls.append(kwargs)
-        return self.pipe(**kwargs)
-
-
 # ---------------------------------------------------------------- pass-through
 def test_sd3_takes_max_sequence_length_512_into_the_call_and_the_key(sd3):
     base = _gen(sd3)
@@ -64,7 +55,7 @@ def test_sd3_takes_max_sequence_length_512_into_the_call_and_the_key(sd3):
     assert longer.call_settings == {"max_sequence_length": 512}
     assert longer.name != base.name
     assert longer.name == _gen(sd3, max_sequence_length=512).name
-    recorder = _Recorder(sd3)
+    recorder = PipelineRecorder(sd3)
     longer.pipeline = recorder
     longer.generate(["a cat"], [0])
     assert recorder.calls[0]["max_sequence_length"] == 512
@@ -91,7 +82,7 @@ def test_flux_negative_prompt_without_true_cfg_is_warned_once_and_left_out_of_th
     used = _gen(flux, negative_prompt="blurry", true_cfg_scale="2")
     assert used.negative_prompt == "blurry" and used.call_settings == {"true_cfg_scale": 2.0}
     assert used.name != plain.name
-    recorder = _Recorder(flux)
+    recorder = PipelineRecorder(flux)
     used.pipeline = recorder
     assert isinstance(used.generate(["a cat"], [0])[0], Image.Image)
     assert recorder.calls[0]["true_cfg_scale"] == 2.0 and recorder.calls[0]["negative_prompt"] == ["blurry"]

@@ -90,3 +90,17 @@ def tiny_flux(seed: int = 0):
         text_encoder=_clip(seed, _tokenizer(CLIP_TOKENS), False), tokenizer=_tokenizer(CLIP_TOKENS),
         text_encoder_2=_t5(seed), tokenizer_2=_tokenizer(512),
     )
+
+
+class PipelineRecorder:
+    """A pipeline that records the keyword arguments of each call, and is otherwise the pipeline."""
+
+    def __init__(self, pipe):
+        self.pipe, self.calls = pipe, []
+
+    def __call__(self, **kwargs):
+        self.calls.append(kwargs)
+        return self.pipe(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.pipe, name)
