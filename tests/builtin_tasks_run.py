@@ -127,9 +127,16 @@ class _Answers:
         return FakeModel()
 
 
+def _hide_our_startup_line():
+    """A wheel install's ``lmms_genbench.pth`` (CI installs the wheel) put its import watcher on
+    ``sys.meta_path`` when Python started: take it off before lmms-eval is imported."""
+    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__module__ != "lmms_genbench.hooks.startup"]
+
+
 def main(mode: str, out: Path) -> None:
     if mode == "without":
         _hide_our_entry_point()
+        _hide_our_startup_line()
     from lmms_eval.evaluator import simple_evaluate
     from lmms_eval.tasks import TaskManager
 

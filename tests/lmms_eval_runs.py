@@ -6,11 +6,16 @@ lmms-eval exits 0 even when a task crashed, so callers read the results files.
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parent.parent
+#: the start-up line the wheel's ``lmms_genbench.pth`` runs in every process (setup.py): a child process
+#: started with it behaves as under a wheel install (CI) whether this checkout is installed so or editable
+PTH_LINE = re.search(r'^PTH_LINE = "(.*)\\n"$', (ROOT / "setup.py").read_text(), re.M).group(1)
 
 
 def offline_env(tmp_path, **extra):

@@ -77,8 +77,17 @@ def test_an_unexpected_failure_is_one_line_and_debug_shows_the_traceback(tmp_pat
 # ----------------------------------------------------------------------- lmms-eval
 @pytest.mark.integration
 def test_a_describer_that_does_not_load_names_its_argument(tmp_path):
-    proc = _lmms_eval(tmp_path, "--model", "cycle", "--model_args",
-                      "describer=llava_hf,describer.pretrained=/nonexistent,generator=smoke", "--tasks", "mmeception_smoke")
+    args = ("--model", "cycle", "--model_args", "describer=llava_hf,describer.pretrained=/nonexistent,generator=smoke,"
+            "describer.device=cpu", "--tasks", "mmeception_smoke")
+    # the run's preflight names it before any weight loads
+    proc = _lmms_eval(tmp_path, *args)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "RetryError" not in proc.stderr + proc.stdout
+    assert _last_line(proc.stderr).startswith(
+        "lmms-genbench: error: the describer llava_hf did not load: its weights describer.pretrained=/nonexistent "
+        "do not exist (FileNotFoundError: ")
+    # and so does the load itself, where the preflight is switched off
+    proc = _lmms_eval(tmp_path, *args, LMMS_GENBENCH_PREFLIGHT="0")
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "RetryError" not in proc.stderr + proc.stdout
     assert _last_line(proc.stderr).startswith(

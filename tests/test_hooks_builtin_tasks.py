@@ -11,15 +11,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from .lmms_eval_runs import offline_env
+from .lmms_eval_runs import PTH_LINE, ROOT, offline_env
 
 pytestmark = pytest.mark.integration
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _run(mode, tmp_path):
@@ -29,7 +26,10 @@ def _run(mode, tmp_path):
     env.pop("OMP_NUM_THREADS")  # the smoke-preset thread setting is one of the hooks looked for
     # run from the test's folder: lmms-eval's ocrbench writes results/ under the working directory
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "tests.builtin_tasks_run", mode, str(out)], cwd=out,
+    # the wheel's start-up line runs first, as in every process of a wheel install (CI's)
+    start = (f"{PTH_LINE}\nimport runpy, sys\nsys.argv = ['builtin_tasks_run', {mode!r}, {str(out)!r}]\n"
+             "runpy.run_module('tests.builtin_tasks_run', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", start], cwd=out,
                           env=env, capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "run.json").read_text())
