@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from .lmms_eval_runs import BIN, results_file, run
-from .score_pins import EXACT_REL, mismatches, pins, tolerance
 from .host_lint import host_lint
+from .lmms_eval_runs import BIN, PTH_LINE, results_file, run
+from .score_pins import EXACT_REL, mismatches, pins, tolerance
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,10 @@ HOOK_ONLY = {f"{m}_stderr_{kind}" for m in ("gc@3", "mcd_avg") for kind in ("clt
 
 
 def _upstream(tree, tmp, log, *args, **env):
-    proc = run([sys.executable, "-m", "tests.upstream_run", str(tree), *args], tmp, log=log, PYTHONPATH=str(ROOT), **env)
+    # the wheel's start-up line runs first, as in every process of a wheel install (CI's): its hooks must stay off too
+    start = (f"{PTH_LINE}\nimport runpy, sys\nsys.argv = ['upstream_run', *{[str(tree), *args]!r}]\n"
+             "runpy.run_module('tests.upstream_run', run_name='__main__')")
+    proc = run([sys.executable, "-c", start], tmp, log=log, PYTHONPATH=str(ROOT), **env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "hooks in place after the run: []" in proc.stdout
     return proc

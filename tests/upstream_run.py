@@ -1,8 +1,8 @@
 """``lmms-eval`` (or pytest) from an lmms-eval tree the upstream export wrote into, with this
 package's hooks off: ``python -m tests.upstream_run TREE lmms-eval|pytest ARGS...``.
 
-The tree goes first on ``sys.path``; our ``lmms_eval.models`` entry point is hidden before
-lmms-eval is imported (as if this package only were a library), so lmms-eval finds the model
+The tree goes first on ``sys.path``; our ``lmms_eval.models`` entry point and the wheel's start-up
+watcher are hidden before lmms-eval is imported (as if this package only were a library), so lmms-eval finds the model
 types and tasks only through what the export wrote. Exits 3 when lmms-eval came from elsewhere
 or when :func:`lmms_genbench.hooks.changed` finds any of our hooks in place after the run.
 """
@@ -16,9 +16,10 @@ def main():
     sys.path.insert(0, str(Path(tree).resolve()))
     from lmms_genbench.hooks import changed
 
-    from .builtin_tasks_run import _hide_our_entry_point
+    from .builtin_tasks_run import _hide_our_entry_point, _hide_our_startup_line
 
     _hide_our_entry_point()
+    _hide_our_startup_line()  # a wheel install's lmms_genbench.pth watcher, as if only a library
     import lmms_eval
 
     if not lmms_eval.__file__.startswith(str(Path(tree).resolve())):
