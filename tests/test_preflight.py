@@ -17,6 +17,7 @@ from lmms_genbench.preflight.hub import HubProbe, collapse
 from lmms_genbench.preflight.roles import Role, device_problem
 
 from .lmms_eval_runs import BIN, run
+from .localhub.server import NOT_ACCEPTED
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -182,7 +183,7 @@ def test_check_passes_the_headline_command_through_the_local_hub(local_hub, tmp_
 
 @pytest.mark.integration
 @pytest.mark.parametrize("token, gated", [(None, "no valid Hugging Face token was sent"),
-                                          ("hf_not_accepted", "your token's account has not been granted access")],
+                                          (NOT_ACCEPTED, "your token's account has not been granted access")],
                          ids=["no-token-401", "terms-not-accepted-403"])
 def test_check_names_a_gated_dataset_a_missing_revision_and_an_unknown_id_at_once(local_hub, tmp_path, token, gated):
     args = (HEADLINE.replace("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/No-Such-Model")
