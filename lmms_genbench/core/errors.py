@@ -19,10 +19,10 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["NETWORK_ERRORS", "VERBOSITY_ENV", "ActionableError", "Interrupted", "printable", "WrongModelError", "describe", "from_exception",
+__all__ = ["NETWORK_ERRORS", "VERBOSITY_ENV", "ActionableError", "Interrupted", "printable", "WrongModelError", "describe", "error_chain", "from_exception",
            "load_failure", "network_error", "one_line"]
 
 #: set by lmms-eval from ``--verbosity``; DEBUG prints the cause's traceback too
@@ -148,16 +148,25 @@ def from_exception(exc: BaseException, cause: str, fix: str) -> ActionableError:
 WEIGHT_ARGS = ("pretrained", "model_version", "model", "path")
 
 
-def network_error(exc: BaseException) -> BaseException | None:
-    """The first error among ``exc``, its causes and contexts that is a network failure, or None."""
+def error_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, its causes and contexts, and a tenacity RetryError's last error, each once."""
     seen: set[int] = set()
-    error: BaseException | None = exc
-    while error is not None and id(error) not in seen:
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        error = todo.pop(0)
+        if error is None or id(error) in seen:
+            continue
         seen.add(id(error))
-        if any(cls.__name__ in NETWORK_ERRORS for cls in type(error).__mro__):
-            return error
-        error = error.__cause__ or error.__context__
-    return None
+        yield error
+        last = getattr(error, "last_attempt", None)  # tenacity.RetryError
+        if last is not None and callable(getattr(last, "exception", None)):
+            todo.append(last.exception())
+        todo += [error.__cause__, error.__context__]
+
+
+def network_error(exc: BaseException) -> BaseException | None:
+    """The first error in :func:`error_chain` that is a network failure, or None."""
+    return next((e for e in error_chain(exc) if any(c.__name__ in NETWORK_ERRORS for c in type(e).__mro__)), None)
 
 
 def load_failure(

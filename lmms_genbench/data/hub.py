@@ -19,11 +19,11 @@ exception chain by :func:`failure_kind`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import NETWORK_ERRORS, ActionableError, from_exception
+from ..core.errors import NETWORK_ERRORS, ActionableError, error_chain, from_exception
 
 logger = logging.getLogger(__name__)
 
@@ -100,22 +100,6 @@ OTHERWISE = {
 PERMANENT = frozenset({"offline", "no_token", "no_access", "not_found", "revision"})
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc``, its causes and contexts, and a tenacity RetryError's last error."""
-    seen: set[int] = set()
-    todo = [exc]
-    while todo:
-        error = todo.pop(0)
-        if error is None or id(error) in seen:
-            continue
-        seen.add(id(error))
-        yield error
-        last = getattr(error, "last_attempt", None)  # tenacity.RetryError
-        if last is not None and callable(getattr(last, "exception", None)):
-            todo.append(last.exception())
-        todo += [error.__cause__, error.__context__]
-
-
 def _is(error: BaseException, name: str) -> bool:
     # by class name: datasets and huggingface_hub move their errors between versions
     return any(cls.__name__ == name for cls in type(error).__mro__)
@@ -151,7 +135,7 @@ def failure_kind(exc: BaseException, offline: bool | None = None) -> str:
     ``datasets`` turns the hub's errors into ``DatasetNotFoundError`` or
     ``ConnectionError`` and often drops the original (``raise ... from None``), so its
     messages are read too."""
-    chain = list(_chain(exc))
+    chain = list(error_chain(exc))
     text = " ".join(str(error) for error in chain)
     if any(_is(e, "RevisionNotFoundError") for e in chain) or ("Revision '" in text and "doesn't exist" in text):
         return "revision"
