@@ -294,15 +294,15 @@ class ChefModel(lmms):
         if self.ppl == "hf":
             from ..chef.option_logprob import option_logprob
 
-            lls = []
-            for ctx, cont, imgs in items:
+            lls, unscorable = [], {}
+            for (j, k), (ctx, cont, imgs) in zip(owners, items):
                 try:
                     lls.append((-option_logprob(self.inner, ctx, cont, imgs)[0], False))
-                except ValueError as exc:  # this option cannot be scored: the doc's pred becomes -1
-                    logger.warning("chef: option %r not scored: %s", cont, exc)
+                except ValueError as exc:  # this option cannot be scored: its doc fails (below)
+                    unscorable.setdefault(id(j), f"option {k} ({cont.strip()!r}) could not be scored: {exc}")
                     lls.append((float("nan"), False))
         else:
-            lls = self._call(self.inner, "loglikelihood", items)
+            lls, unscorable = self._call(self.inner, "loglikelihood", items), {}
         scored: dict[int, list] = {}
         for (j, k), result, (_, cont, _) in zip(owners, lls, items):
             value = result[0] if isinstance(result, (tuple, list)) else result
@@ -316,7 +316,12 @@ class ChefModel(lmms):
                 pred = int(max(range(len(scores)), key=lambda i: scores[i]))
                 j["rec"].update(scores=scores, pred=pred, confidence=float(conf[pred]))
             else:
+                # an option we could not score says nothing about the model: the doc is a counted
+                # failure (n_failed), never a wrong answer
                 j["rec"].update(scores=[s if math.isfinite(s) else None for s in scores], pred=-1)
+                reason = unscorable.get(id(j)) or "an option's log-likelihood is not a finite number"
+                logger.warning("chef: %s doc failed: %s", j["payload"]["key"], reason)
+                j["out"]["error"] = f"{j['rec']['name']}: {reason}"
 
         self._judge(jobs)
         return [json.dumps(o, ensure_ascii=False) for o in outputs]
