@@ -23,7 +23,7 @@ import signal
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
 
 from ..core.errors import Interrupted
@@ -95,7 +95,12 @@ class ChainOutcome:
 
 @dataclass
 class RunStats:
-    """What one run computed and where its time went (for resume checks and benchmarks)."""
+    """What one run computed and where its time went (for resume checks and benchmarks).
+
+    The engine's parts report events (:meth:`hop_computed`, :meth:`described`, ...), never set a
+    figure themselves: the figures change here only, under one lock, as the describer's, the
+    drawer's and the loader's threads all report (``tests/unit/engine/test_run_stats.py``).
+    """
 
     chains: int = 0
     hops_reused: int = 0
@@ -112,9 +117,70 @@ class RunStats:
     generate_seconds: float = 0.0
     wall_seconds: float = 0.0
     failures: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
+
+    # -- events ------------------------------------------------------------------------
+    def began(self, chains: int) -> None:
+        """The run holds ``chains`` distinct chains (repeated docs counted once)."""
+        with self._lock:
+            self.chains = chains
+
+    def reused(self, hops: int) -> None:
+        """``hops`` stored hops were verified and kept (a plan's or a wave's resume)."""
+        with self._lock:
+            self.hops_reused += hops
+
+    def seed_stored(self) -> None:
+        """A chain's seed image (hop 0) was stored from its doc."""
+        with self._lock:
+            self.seeds_stored += 1
+
+    def hop_computed(self) -> None:
+        """One hop (a description or an image) was computed and queued for the store."""
+        with self._lock:
+            self.hops_computed += 1
+
+    def described(self, seconds: float, items: int) -> None:
+        """One describer call took ``seconds`` for ``items`` images."""
+        with self._lock:
+            self.describe_seconds += seconds
+            self.describe_calls += 1
+            self.describe_items += items
+
+    def description_kept(self, text: str) -> None:
+        """A description passed the checks and is stored (its words counted)."""
+        with self._lock:
+            self.describe_words += len(text.split())
+
+    def drew(self, seconds: float, items: int) -> None:
+        """One generator call took ``seconds`` for ``items`` prompts."""
+        with self._lock:
+            self.generate_seconds += seconds
+            self.generate_calls += 1
+            self.generate_items += items
+
+    def waited(self, chains: int) -> None:
+        """``chains`` were held by another run and are read once it releases them."""
+        with self._lock:
+            self.chains_waited += chains
+
+    def repaired(self, chains: int) -> None:
+        """``chains`` had refused hops moved aside and recomputed."""
+        with self._lock:
+            self.chains_repaired += chains
+
+    def chain_failed(self, stage: str) -> None:
+        """A chain ended failed at ``stage`` (``describe``, ``generate``, ``incomplete``, ...)."""
+        with self._lock:
+            self.failures[stage] = self.failures.get(stage, 0) + 1
+
+    def finished(self, wall_seconds: float) -> None:
+        """The run ended after ``wall_seconds``."""
+        with self._lock:
+            self.wall_seconds = wall_seconds
 
 
 def wave_size(describer_batch: int, generator_batch: int) -> int:
@@ -193,7 +259,7 @@ class CycleEngine:
             if where not in chains:
                 chains[where] = ChainState(ChainOutcome(job.key, job.spec, job.location), job.load_seed)
         live = list(chains.values())
-        stats.chains = len(live)
+        stats.began(len(live))
 
         policy = self.policy()
         size = self.wave or wave_size(policy.describer_batch, self.generator_batch)
@@ -214,7 +280,7 @@ class CycleEngine:
                     todo = [c for c in todo if c.deferred]
                     if todo:  # held by another run: wait until it is done, then read what it stored
                         logger.info("waiting for %d chains another run is computing", len(todo))
-                        stats.chains_waited += len(todo)
+                        stats.waited(len(todo))
                         for chain in todo:
                             self.locks.wait(chain.outcome.location.directory)
         finally:
@@ -223,7 +289,7 @@ class CycleEngine:
 
         for chain in live:
             outcome = chain.outcome
-            stats.chains_repaired += outcome.repaired
+            stats.repaired(outcome.repaired)
             if outcome.failure is None:
                 missing = next(
                     (h for h in range(outcome.spec.hops + 1)
@@ -235,9 +301,9 @@ class CycleEngine:
                         missing, "incomplete", f"stopped before hop {missing} (stop_after_hop={policy.stop_after_hop})"
                     )
             if outcome.failure is not None:
-                stats.failures[outcome.failure.stage] = stats.failures.get(outcome.failure.stage, 0) + 1
+                stats.chain_failed(outcome.failure.stage)
 
-        stats.wall_seconds = time.perf_counter() - started
+        stats.finished(time.perf_counter() - started)
         return [chains[str(j.location.directory)].outcome for j in jobs], stats
 
 

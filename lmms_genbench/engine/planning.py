@@ -125,7 +125,7 @@ def plan(policy: RunPolicy, chains: list[ChainState], size: int, stats) -> tuple
         chain.deferred = False
         reused = resume(policy, chain, repair=False)
         if chain.hop is None and not chain.seed_missing and not chain.repair:
-            stats.hops_reused += reused
+            stats.reused(reused)
             idle += 1
         else:
             by_direction.setdefault(chain.outcome.spec.direction, []).append(chain)

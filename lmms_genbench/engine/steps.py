@@ -8,7 +8,6 @@ describer, generator, locks, writer) and the run statistics they update.
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -53,7 +52,6 @@ class WaveSteps:
         self.stats = stats
         self.bar = bar
         self.failed = 0
-        self._lock = threading.Lock()
         self._draws: list = []  # the drawer's futures, checked by the scheduler
         self._describe_keys: dict[int, str] = {}
         self._first_draw = True  # a first batch that fails whole stops the run (_draw)
@@ -101,8 +99,7 @@ class WaveSteps:
             loaded = chain.pending.result()
             chain.pending = None
             if loaded.seed_stored:
-                with self._lock:
-                    self.stats.seeds_stored += 1
+                self.stats.seed_stored()
             if loaded.failure is not None:
                 chain.fail(loaded.failure.hop, loaded.failure.stage, loaded.failure.reason)
                 return None
@@ -121,8 +118,7 @@ class WaveSteps:
             outcome.described += 1
         else:
             outcome.drawn += 1
-        with self._lock:  # the describer's and the drawer's threads both count
-            self.stats.hops_computed += 1
+        self.stats.hop_computed()  # from the describer's and the drawer's threads both
         nxt = done + 1
         chain.hop = nxt if nxt <= outcome.spec.hops and self.policy.may_compute(nxt) else None
         chain.carry = value if chain.hop is not None else None
@@ -174,9 +170,7 @@ class WaveSteps:
                 load_lazy(self.describer)  # outside describe time (a vLLM engine starts in ~40 s)
                 t0 = time.perf_counter()
                 texts = self.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
-                self.stats.describe_seconds += time.perf_counter() - t0
-                self.stats.describe_calls += 1
-                self.stats.describe_items += len(described)
+                self.stats.described(time.perf_counter() - t0, len(described))
                 del images
                 for chain, text in zip(described, texts):
                     reason = reject_text(chain.outcome.spec, text)
@@ -184,7 +178,7 @@ class WaveSteps:
                         chain.fail(hop, "describe", reason)
                         continue
                     text = text.strip()
-                    self.stats.describe_words += len(text.split())
+                    self.stats.description_kept(text)
                     self.writer.write_text(chain.outcome.location, hop, text)
                     self._advance(chain, hop, text)
                     if chain.hop == hop + 1:
@@ -204,7 +198,6 @@ class WaveSteps:
 
     def _draw(self, hop: int, chains: list[ChainState]) -> None:
         """On the drawer thread: one generator call for ``chains`` at ``hop``."""
-        stats = self.stats
         prompts, seeds, drawn, chars_cut = [], [], [], []
         for chain in chains:
             description = self._take(chain, hop, "generate")
@@ -227,9 +220,7 @@ class WaveSteps:
             raise  # nothing will draw: stop, keeping every stored hop
         except Exception as exc:  # a backend that raised instead of returning failures
             images = [GenerationFailure(f"generator error: {type(exc).__name__}: {exc}")] * len(drawn)
-        stats.generate_seconds += time.perf_counter() - t0
-        stats.generate_calls += 1
-        stats.generate_items += len(drawn)
+        self.stats.drew(time.perf_counter() - t0, len(drawn))
         if self._first_draw:
             self._first_draw = False
             if images and all(isinstance(image, GenerationFailure) for image in images):

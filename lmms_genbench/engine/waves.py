@@ -127,8 +127,7 @@ class WaveRunner(WaveSteps):
             sweep_temporary_files(directory)
             # another run may have stored or changed hops since the plan: verify again
             reused = resume(self.policy, chain, repair=True)
-            with self._lock:
-                self.stats.hops_reused += reused
+            self.stats.reused(reused)
             if chain.hop is None and not chain.seed_missing:
                 continue
             if chain.carry is None and chain.pending is None:
