@@ -36,17 +36,17 @@ def pytest_collection_modifyitems(config, items):
 def smoke_run(tmp_path_factory):
     """One lmms-eval call for the three smoke tasks and a 5-iteration variant, shared by
     every test that asks for it (one process start and one model load)."""
-    from .smoke_run import run_smoke_tasks
+    from tests.support.smoke_run import run_smoke_tasks
 
     return run_smoke_tasks(tmp_path_factory.mktemp("smoke"))
 
 
 @pytest.fixture
 def offline(monkeypatch):
-    """GenCeption scored with a mean-colour encoder (tests/chains.py), FID off."""
+    """GenCeption scored with a mean-colour encoder (tests/support/chains.py), FID off."""
     import lmms_genbench.metrics.networks.encoders as encoders
 
-    from .chains import MeanColourEncoder
+    from tests.support.chains import MeanColourEncoder
 
     monkeypatch.setattr(encoders, "get_image_encoder", lambda *a, **k: MeanColourEncoder())
     monkeypatch.setenv("LMMS_GENBENCH_FID_FEATURES", "none")
@@ -54,12 +54,12 @@ def offline(monkeypatch):
 
 @pytest.fixture(scope="session")
 def local_hub(tmp_path_factory):
-    """TEST SCAFFOLDING: a Hub-compatible server on 127.0.0.1 (tests/localhub) serving tiny
+    """TEST SCAFFOLDING: a Hub-compatible server on 127.0.0.1 (tests/support/localhub) serving tiny
     random-weight models and synthetic datasets under the real ids the docs and task YAMLs name.
     Start clients in a subprocess with ``env={**os.environ, **local_hub.env(hf_home=...)}``
     (huggingface_hub reads HF_ENDPOINT at import); use a fresh ``hf_home`` per test."""
-    from .localhub.repos import add_all
-    from .localhub.server import LocalHubServer
+    from tests.support.localhub.repos import add_all
+    from tests.support.localhub.server import LocalHubServer
 
     root = tmp_path_factory.mktemp("localhub")
     hub = LocalHubServer(log=root / "requests.log")

@@ -1,0 +1,82 @@
+"""SIGTERM ends a run in one line in every phase (issue 34), through the real `lmms-eval`
+command: while describing (an API describer stub on 127.0.0.1 signals the client on its second
+request, before answering) and while scoring (``$LMMS_GENBENCH_INTERRUPT_AT=score``). Either
+way: queued writes drained (the store verifies), one line on stderr, exit status 143, no
+traceback; the rerun of the same command finishes and scores."""
+
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+from tests.support.lmms_eval_runs import BIN, offline_env, results_file
+from tests.support.openai_stub import StubHandler, chat_completion, serve
+
+pytestmark = pytest.mark.integration
+
+LINE = "lmms-genbench: interrupted by SIGTERM; rerun the same command to resume"
+KEY = "sk-stub-0123456789abcdefghij"
+
+
+class _Describer(StubHandler):
+    def answer(self, body):
+        if self.server.victim and self.server.count == 2:
+            os.kill(self.server.victim, signal.SIGTERM)  # mid-describing, deterministically
+        return 200, chat_completion("stub", "a photo of a small object on a plain table")
+
+
+def _cmd(art, out, model_args):
+    return [str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", f"{model_args},artifacts={art}",
+            "--tasks", "mmeception_smoke", "--limit", "3", "--output_path", str(out)]
+
+
+def _stopped(proc_out, proc_err, rc):
+    assert rc == 128 + signal.SIGTERM, proc_err[-3000:]
+    assert proc_err.strip().splitlines()[-1] == LINE and "Traceback" not in proc_err, proc_err[-3000:]
+
+
+def _verify(tmp_path, art):
+    proc = subprocess.run([str(BIN / "lmms-genbench"), "store", "verify", str(art)], capture_output=True,
+                          text=True, env=offline_env(tmp_path), timeout=300)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_sigterm_while_describing_ends_in_one_line_and_the_rerun_scores(tmp_path):
+    server = serve(_Describer)
+    server.victim = None
+    art = tmp_path / "art"
+    args = "preset=smoke,describer=openai,describer.model_version=stub,describer.max_retries=1"
+    env = offline_env(tmp_path, OPENAI_API_KEY=KEY, OPENAI_API_BASE=f"http://127.0.0.1:{server.server_port}/v1",
+                      NO_PROXY="127.0.0.1,localhost")
+    try:
+        proc = subprocess.Popen(_cmd(art, tmp_path / "a", args), cwd=tmp_path, env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        server.victim = proc.pid
+        out, err = proc.communicate(timeout=900)
+        (tmp_path / "describe.log").write_text(out + err)
+        _stopped(out, err, proc.returncode)
+        _verify(tmp_path, art)
+        server.victim = None
+        again = subprocess.run(_cmd(art, tmp_path / "b", args), cwd=tmp_path, env=env, text=True,
+                               capture_output=True, timeout=900)
+        metrics = results_file(tmp_path / "b")[1]["results"]["mmeception_smoke"]
+        assert metrics["n_scored,none"] == 3, again.stderr[-3000:]
+    finally:
+        server.shutdown()
+
+
+def test_sigterm_while_scoring_ends_in_one_line_and_the_rerun_scores(tmp_path):
+    art = tmp_path / "art"
+    proc = subprocess.run(_cmd(art, tmp_path / "a", "preset=smoke"), cwd=tmp_path, text=True, capture_output=True,
+                          env=offline_env(tmp_path, LMMS_GENBENCH_INTERRUPT_AT="score"), timeout=900)
+    (tmp_path / "score.log").write_text(proc.stdout + proc.stderr)
+    _stopped(proc.stdout, proc.stderr, proc.returncode)
+    _verify(tmp_path, art)  # every chain was stored before scoring began
+    runs = [json.loads(x) for x in next(art.rglob("runs.jsonl")).read_text().splitlines()]
+    assert runs[-1]["hops_computed"] == 3 * 6
+    again = subprocess.run(_cmd(art, tmp_path / "b", "preset=smoke"), cwd=tmp_path, text=True, capture_output=True,
+                           env=offline_env(tmp_path), timeout=900)
+    metrics = results_file(tmp_path / "b")[1]["results"]["mmeception_smoke"]
+    assert metrics["n_scored,none"] == 3, again.stderr[-3000:]

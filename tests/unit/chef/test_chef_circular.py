@@ -1,0 +1,223 @@
+"""MMBench circular groups in ChEF recipes: in-context retrieval never hands the model
+a rotated copy of the question it asks, and ``acc_circular`` follows MMBench's rule.
+
+The fixture is MMBench-shaped. Columns and types: the lmms-lab/MMBench card, config
+``cn`` (index int64, question, hint, answer, A, B, C, D, category, image, source,
+L2-category, comment, split; shared DATASET_SCHEMAS.md §5; ``en``'s dtypes at main
+are unconfirmed). Circular copies: open-compass/MMBench issues #12 and #31 (up to 4
+copies per question in the dev TSV) and lmms-eval's mmbench_evals.py ``eval_result``
+(copy k of question i has ``index = i + k * 1_000_000``, grouped by ``index % 1e6``).
+"""
+
+import json
+from pathlib import Path
+
+import datasets
+import pytest
+import yaml
+from PIL import Image
+
+from lmms_genbench.chef import recipe as R
+from lmms_genbench.chef import results as scoring
+
+TASKS = Path(R.__file__).resolve().parents[1] / "tasks" / "chef"
+LETTERS = "ABCD"
+FEATURES = datasets.Features({
+    "index": datasets.Value("int64"), "question": datasets.Value("string"), "hint": datasets.Value("string"),
+    "answer": datasets.Value("string"), **{c: datasets.Value("string") for c in LETTERS},
+    "category": datasets.Value("string"), "image": datasets.Image(), "source": datasets.Value("string"),
+    "L2-category": datasets.Value("string"), "comment": datasets.Value("string"), "split": datasets.Value("string"),
+})
+# (question, options, gold index, image colour): 4, 4, 3 and 2 options -> 4, 4, 3 and 2 copies
+QUESTIONS = [
+    ("Which colour is the square?", ["red", "green", "blue", "yellow"], 0, (200, 30, 30)),
+    ("What shape is drawn in the picture?", ["circle", "square", "triangle", "star"], 1, (30, 200, 30)),
+    ("How many objects are in the image?", ["one", "two", "three"], 2, (30, 30, 200)),
+    ("Is the background dark or light?", ["dark", "light"], 0, (240, 240, 240)),
+]
+
+
+def mmbench_circular_rows():
+    """Copy k of a question rotates its options by k and moves the answer letter with them."""
+    rows = []
+    for i, (question, options, gold, colour) in enumerate(QUESTIONS):
+        image = Image.new("RGB", (24, 24), colour)
+        for k in range(len(options)):
+            rotated = options[k:] + options[:k]
+            cols = {c: (rotated[j] if j < len(rotated) else None) for j, c in enumerate(LETTERS)}
+            rows.append({"index": i + k * 1_000_000, "question": question, "hint": None,
+                         "answer": LETTERS[(gold - k) % len(options)], **cols,
+                         "category": "attribute_recognition", "image": image, "source": "scienceqa",
+                         "L2-category": "attribute_reasoning", "comment": None, "split": "dev"})
+    return rows
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+
+
+def _recipe(task):
+    return yaml.load((TASKS / f"{task}.yaml").read_text(), Loader=_Loader)["lmms_eval_specific_kwargs"]["default"]
+
+
+@pytest.fixture(scope="module")
+def docs():
+    ds = datasets.Dataset.from_list(mmbench_circular_rows(), features=FEATURES)
+    pool = R.register_pool(ds)
+    return ds.add_column("chef_row", list(range(len(ds)))).add_column("chef_pool", [pool] * len(ds))
+
+
+def test_the_fixture_is_mmbench_shaped(docs):
+    assert docs.features["index"].dtype == "int64" and len(docs) == 13
+    for doc in docs:
+        item = R.normalize(doc, _recipe("chef_icl_mmbench"))
+        main = QUESTIONS[doc["index"] % 1_000_000]
+        assert item.options[item.gold] == main[1][main[2]]  # the rotation keeps the right answer
+        assert item.group == str(doc["index"] % 1_000_000)
+
+
+@pytest.mark.parametrize("retriever", R.RETRIEVERS)
+def test_in_context_examples_never_come_from_the_question_s_own_group(docs, retriever):
+    # before the fix, top-k by text or image returned a rotated copy of the query itself
+    rec = _recipe("chef_icl_mmbench")
+    for doc in docs:
+        own = doc["index"] % 1_000_000
+        for shots in (1, 3):
+            rows = R.retrieve(doc, rec, retriever, shots, seed=0)
+            assert len(rows) == shots
+            assert all(docs[r]["index"] % 1_000_000 != own for r in rows), (retriever, doc["index"], rows)
+
+
+def test_rendered_icl_prompts_hold_no_copy_of_the_question(docs):
+    rec = _recipe("chef_icl_mmbench")
+    for doc in docs:
+        payload = R.render(doc, rec)
+        for v in payload["variants"][1:]:
+            examples = v["prompt"].split("\n\n")[:-1]
+            assert examples and not any(doc["question"] in e for e in examples), v["name"]
+
+
+def test_a_group_needing_more_rows_than_the_pool_has_outside_it_is_refused():
+    ds = datasets.Dataset.from_list(mmbench_circular_rows()[:6], features=FEATURES)  # groups 0 (4 rows), 1 (2)
+    pool = R.register_pool(ds)
+    ds = ds.add_column("chef_row", list(range(6))).add_column("chef_pool", [pool] * 6)
+    with pytest.raises(ValueError, match="2 documents outside the question's own group, fewer than 3 shots"):
+        R.retrieve(ds[0], _recipe("chef_icl_mmbench"), "random", 3, seed=0)
+
+
+def test_group_rule_reads_string_indices_and_names_bad_values():
+    mm = {"scenario": {"preset": "mmbench"}}
+    row = {"question": "Q?", "A": "x", "B": "y", "answer": "A"}
+    # en's index is a string at card revision ac155b9 (DATASET_SCHEMAS §5)
+    assert R.normalize({**row, "index": "2000007"}, mm).group == "7"
+    with pytest.raises(ValueError, match="group field 'index' must hold an integer"):
+        R.normalize({**row, "index": "q7"}, mm)
+    with pytest.raises(ValueError, match="group_modulo must be a positive integer, got 0"):
+        R.normalize({**row, "index": 7}, {"scenario": {"preset": "mmbench", "group_modulo": 0}})
+    with pytest.raises(ValueError, match="group field 'index' is missing"):
+        R.normalize(row, mm)
+
+
+def test_scenarios_without_a_group_rule_keep_one_group_per_row():
+    sqa = R.normalize({"question": "Q?", "choices": ["a", "b"], "answer": 1, "hint": ""}, {"scenario": {"preset": "scienceqa"}})
+    pope = R.normalize({"question": "Is there a cat?", "answer": "no", "question_id": "3"}, {"scenario": {"preset": "pope"}})
+    assert sqa.group is None and pope.group is None
+
+
+def _response(payload, preds):
+    """What the chef model answers: it echoes the payload's key and group (chef.generate_until)."""
+    return json.dumps({"key": payload["key"], "group": payload.get("group"), "inferencer": payload["inferencer"], "desideratum": payload["desideratum"],
+                       "variants": [{"name": v["name"], "gold": v["gold"], "n_options": len(v["options"]), "pred": p}
+                                    for v, p in zip(payload["variants"], preds)]})
+
+
+def test_acc_circular_scores_a_group_only_when_every_copy_is_right(docs):
+    rec = _recipe("chef_calibration_mmbench")
+    # question 0: all 4 right; 1: one copy of 4 wrong; 2: all 3 right; 3: both wrong
+    wrong = {1_000_001, 3, 1_000_003}
+    items = {}
+    for doc in docs:
+        payload = R.render(doc, rec)
+        gold = payload["variants"][0]["gold"]
+        pred = (gold + 1) % len(payload["variants"][0]["options"]) if doc["index"] in wrong else gold
+        for name, value in scoring.process_results(doc, [_response(payload, [pred])]).items():
+            items.setdefault(name, []).append(value)
+    listed = {m["metric"] for m in yaml.load((TASKS / "chef_calibration_mmbench.yaml").read_text(),
+                                             Loader=_Loader)["metric_list"]}
+    assert set(items) == listed
+    assert scoring.aggregate(items["acc_circular"]) == 0.5  # questions 0 and 2
+    assert scoring.aggregate(items["acc"]) == pytest.approx(10 / 13)  # per copy
+    assert scoring.aggregate(items["n_groups"]) == 4 and scoring.aggregate(items["n_docs"]) == 13
+
+
+def test_per_row_scenarios_emit_no_circular_metric():
+    payload = {"key": "k1", "inferencer": "ppl", "desideratum": "accuracy",
+               "variants": [{"name": "base", "gold": 0, "options": ["a", "b"]}]}
+    assert "acc_circular" not in scoring.process_results({}, [_response(payload, [0])])
+
+
+ICL_YAML = """\
+include: {base}
+task: chef_icl_mmbench_fixture
+dataset_path: parquet
+dataset_kwargs: {{data_files: {{dev: {parquet}}}}}
+test_split: dev
+lmms_eval_specific_kwargs:
+  default:
+    scenario: {{preset: mmbench}}
+    desideratum: in_context_learning
+    inferencer: ppl
+    seed: 0
+    variants:
+    - {{name: zero_shot}}
+    - name: topk_text_1
+      ice: {{retriever: topk_text, shots: 1}}
+    - name: topk_image_1
+      ice: {{retriever: topk_image, shots: 1}}
+generation_kwargs: {{max_new_tokens: 4, cot_max_new_tokens: 4, until: []}}
+metric_list:
+"""
+
+
+@pytest.mark.integration
+def test_a_grouped_recipe_through_lmms_eval_reports_circular_accuracy(tmp_path):
+    """The MMBench fixture as the hub serves it (Parquet), an ICL recipe on the mmbench
+    preset, the chef model around the tiny llava: the group survives the model's echo."""
+    import shutil
+
+    from tests.support.lmms_eval_runs import BIN, response, results_file, samples
+    from tests.support.lmms_eval_runs import run as run_offline
+
+    parquet = tmp_path / "dev.parquet"
+    datasets.Dataset.from_list(mmbench_circular_rows(), features=FEATURES).to_parquet(str(parquet))
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    for name in ("_chef_base.yaml", "utils.py"):
+        shutil.copy(TASKS / name, folder / name)
+    names = scoring.metric_names({"desideratum": "in_context_learning", "group": "0"},
+                                 ["zero_shot", "topk_text_1", "topk_image_1"])
+    yaml_text = ICL_YAML.format(base="_chef_base.yaml", parquet=parquet) + "".join(
+        f"  - {{metric: {n}, aggregation: !function utils.aggregate, higher_is_better: true}}\n" for n in names)
+    (folder / "chef_icl_mmbench_fixture.yaml").write_text(yaml_text)
+    out = tmp_path / "out"
+    proc = run_offline([str(BIN / "lmms-eval"), "--model", "chef", "--model_args", "preset=smoke",
+                        "--tasks", "chef_icl_mmbench_fixture", "--include_path", str(folder),
+                        "--output_path", str(out), "--log_samples"], tmp_path)
+    assert glob_results(out), proc.stderr[-4000:]
+    m = results_file(out)[1]["results"]["chef_icl_mmbench_fixture"]
+    m = {k.split(",")[0]: v for k, v in m.items() if "," in k and "stderr" not in k}
+    assert m["n_docs"] == 13 and m["n_failed"] == 0 and m["n_groups"] == 4
+    responses = [json.loads(response(s)) for s in samples(out, "chef_icl_mmbench_fixture")]
+    groups = [r["group"] for r in responses]
+    assert sorted(map(int, groups)) == sorted(r["index"] % 1_000_000 for r in mmbench_circular_rows())
+    right = {}
+    for group, r in zip(groups, responses):
+        right[group] = right.get(group, True) and r["variants"][0]["pred"] == r["variants"][0]["gold"]
+    assert m["acc_circular"] == pytest.approx(sum(right.values()) / 4)
+
+
+def glob_results(out):
+    return list(Path(out).glob("**/*_results.json"))
