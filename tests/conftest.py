@@ -1,12 +1,18 @@
-"""Suite-wide settings, the ``--e2e`` switch and the one shared smoke run.
+"""Suite-wide settings, the ``--e2e`` switch, the folder markers and the shared fixtures.
 
-``python -m pytest`` runs the unit tests and every end-to-end assertion that reads the
-shared smoke run (:func:`smoke_run`: one ``lmms-eval`` call, made once per session).
-``python -m pytest --e2e`` also runs the other end-to-end tests (marked ``integration``:
-each starts its own ``lmms-eval`` runs); CI runs that.
+The folders say what a test is, and each folder has its one marker (CONTRIBUTING.md, "Tests"):
+
+- ``tests/unit/<package>/`` mirrors ``lmms_genbench/<package>/``: no mark, always run.
+- ``tests/smoke/`` reads the one shared smoke run (:func:`smoke_run`: one ``lmms-eval`` call, made
+  once per session): marked ``smoke``, in the default suite (``pytest -m smoke`` runs just these).
+- ``tests/e2e/`` starts ``lmms-eval`` runs (or other slow end-to-end processes) of its own: marked
+  ``e2e`` and skipped unless pytest is given ``--e2e`` (CI gives it).
+
+``distributed`` (several processes under accelerate) is the one marker a test applies itself.
 """
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -15,20 +21,29 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-SHARED_RUN = "smoke_run"
+HERE = Path(__file__).resolve().parent
+#: folder -> the marker every test in it carries
+FOLDER_MARKS = {"smoke": "smoke", "e2e": "e2e"}
 
 
 def pytest_addoption(parser):
     parser.addoption("--e2e", action="store_true", default=False,
-                     help="also run the end-to-end tests that start lmms-eval runs of their own (CI does)")
+                     help="also run tests/e2e/: the end-to-end tests that start runs of their own (CI does)")
+
+
+def folder_of(item) -> str:
+    """The first folder under tests/ that holds ``item``'s file ("" for a file in tests/ itself)."""
+    parts = Path(str(item.path)).resolve().relative_to(HERE).parts
+    return parts[0] if len(parts) > 1 else ""
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--e2e"):
-        return
-    skip = pytest.mark.skip(reason="an end-to-end test with runs of its own: give pytest --e2e")
+    skip = pytest.mark.skip(reason="an end-to-end test with runs of its own (tests/e2e): give pytest --e2e")
     for item in items:
-        if "integration" in item.keywords and SHARED_RUN not in getattr(item, "fixturenames", ()):
+        mark = FOLDER_MARKS.get(folder_of(item))
+        if mark:
+            item.add_marker(mark)
+        if mark == "e2e" and not config.getoption("--e2e"):
             item.add_marker(skip)
 
 
@@ -66,3 +81,11 @@ def local_hub(tmp_path_factory):
     add_all(hub, root)
     with hub:
         yield hub
+
+
+@pytest.fixture(scope="session")
+def tiny_janus(tmp_path_factory):
+    """The folder of a tiny random-weight Janus checkpoint (lmms_genbench/smoke/janus.py), built once."""
+    from lmms_genbench.smoke.janus import tiny_janus_path
+
+    return str(tiny_janus_path(tmp_path_factory.mktemp("janus")))

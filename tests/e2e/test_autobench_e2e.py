@@ -16,7 +16,6 @@ import pytest
 
 from tests.support.lmms_eval_runs import BIN, response, results_file, run, samples
 
-pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 

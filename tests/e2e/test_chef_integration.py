@@ -12,7 +12,6 @@ import pytest
 from tests.support.lmms_eval_runs import BIN, response, results_file, samples
 from tests.support.lmms_eval_runs import run as run_offline
 
-pytestmark = pytest.mark.integration
 
 SMOKE_TASKS = ["chef_calibration_smoke", "chef_icl_smoke", "chef_insfollow_smoke", "chef_robustness_smoke",
                "chef_hallucination_smoke", "chef_language_smoke", "chef_scenario_smoke_direct",

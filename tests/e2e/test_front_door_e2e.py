@@ -23,7 +23,6 @@ import pytest
 
 from tests.support.lmms_eval_runs import BIN, response, results_file, run, samples
 
-pytestmark = pytest.mark.integration
 
 HEADLINE_ARGS = (
     "describer=qwen2_5_vl,describer.pretrained=Qwen/Qwen2.5-VL-7B-Instruct,describer.device=cpu,describer.device_map=cpu,"

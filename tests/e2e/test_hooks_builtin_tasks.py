@@ -16,8 +16,6 @@ import pytest
 
 from tests.support.lmms_eval_runs import PTH_LINE, ROOT, offline_env
 
-pytestmark = pytest.mark.integration
-
 
 def _run(mode, tmp_path):
     out = tmp_path / mode

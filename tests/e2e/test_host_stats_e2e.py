@@ -1,4 +1,4 @@
-"""lmms-eval's own statistics on our tasks, through the real command (integration).
+"""lmms-eval's own statistics on our tasks, through the real command.
 
 Run A scores ``mmeception_smoke`` and ``sdp_smoke``; run B repeats each task with shorter
 descriptions (``max_new_tokens=12``) and ``--baseline`` A's samples file of that task
@@ -18,7 +18,6 @@ import pytest
 
 from tests.support.lmms_eval_runs import BIN, results_file, run, samples
 
-pytestmark = pytest.mark.integration
 
 TASKS = ("mmeception_smoke", "sdp_smoke")
 HEADLINE = {"mmeception_smoke": "gc@3", "sdp_smoke": "mcd_avg"}

@@ -9,7 +9,6 @@ import pytest
 
 from tests.support.lmms_eval_runs import BIN, results_file, run
 
-pytestmark = pytest.mark.integration
 
 BROKEN = "describer.attn_implementation=no_such_attention"  # not in the store key; fails at load
 

@@ -13,7 +13,6 @@ import pytest
 
 from tests.support.lmms_eval_runs import BIN, offline_env, results_file, run
 
-pytestmark = pytest.mark.integration
 
 TASK = "mmeception_smoke"
 ONE_ITEM = "generator.batch_size=1,describer_batch=1"

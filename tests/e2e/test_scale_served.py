@@ -41,7 +41,7 @@ def drawing_server():
     server.shutdown()
 
 
-@pytest.mark.integration  # building and running the pipeline took 20-150 s on the shared 2-core machine
+# building and running the pipeline took 20-150 s on the shared 2-core machine
 def test_openai_generator_draws_through_a_local_diffusers_server(drawing_server, monkeypatch):
     from lmms_genbench.generators.openai_backend import OpenAIImageGenerator
 
@@ -68,7 +68,6 @@ def _runs(store):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.mark.integration
 def test_a_cycle_run_draws_every_image_through_the_served_pipeline(drawing_server, tmp_path):
     base = f"http://127.0.0.1:{drawing_server.server_port}/v1"
     art, before = tmp_path / "art", drawing_server.count
@@ -138,7 +137,6 @@ def _describe_rate(record):
     return run_stats["describe_items"] / run_stats["describe_seconds"] if run_stats["describe_seconds"] else None
 
 
-@pytest.mark.integration
 def test_describer_openai_against_vllm_serve_scores_every_doc_and_measures_throughput(tmp_path):
     problem = _vllm_import_problem()
     if problem:

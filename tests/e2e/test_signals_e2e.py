@@ -14,7 +14,6 @@ import pytest
 from tests.support.lmms_eval_runs import BIN, offline_env, results_file
 from tests.support.openai_stub import StubHandler, chat_completion, serve
 
-pytestmark = pytest.mark.integration
 
 LINE = "lmms-genbench: interrupted by SIGTERM; rerun the same command to resume"
 KEY = "sk-stub-0123456789abcdefghij"

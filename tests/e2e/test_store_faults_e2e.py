@@ -11,7 +11,6 @@ import pytest
 from tests.support.lmms_eval_runs import BIN, results_file, run
 from tests.support.openai_stub import StubHandler, chat_completion, serve
 
-pytestmark = pytest.mark.integration
 
 KEY = "sk-stub-0123456789abcdefghij"
 REPLY = "a photo of a small object on a plain table"

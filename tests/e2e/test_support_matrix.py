@@ -20,7 +20,6 @@ import yaml
 from tests.support.lmms_eval_runs import BIN, results_file, run
 from tests.support.openai_stub import StubHandler, chat_completion, serve
 
-pytestmark = pytest.mark.integration
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "build" / "support_matrix"
 DOCS = 2

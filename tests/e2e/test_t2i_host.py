@@ -18,7 +18,6 @@ from tests.support.lmms_eval_runs import BIN, response, results_file, run, sampl
 from tests.support.openai_stub import StubHandler, chat_completion, serve
 from tests.support.wise_fixture import ROWS, write_wise_hub_copy
 
-pytestmark = pytest.mark.integration
 
 REPLY = "Consistency: 2\nRealism: 1\nAesthetic Quality: 0"
 WISCORE = (0.7 * 2 + 0.2 * 1 + 0.1 * 0) / 2  # WISE's formula for REPLY

@@ -19,7 +19,6 @@ from tests.support.host_lint import host_lint
 from tests.support.lmms_eval_runs import BIN, PTH_LINE, results_file, run
 from tests.support.score_pins import EXACT_REL, mismatches, pins, tolerance
 
-pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 CYCLE_TASKS = ("mmeception_smoke", "sdp_smoke")

@@ -15,7 +15,6 @@ pytest.importorskip("vllm", reason="vLLM is not installed here (scripts/vllm_cpu
 
 from tests.support.lmms_eval_runs import BIN, results_file, run  # noqa: E402
 
-pytestmark = pytest.mark.integration
 
 TASKS = ("mmeception_smoke", "sdp_smoke")
 DOCS = {"mmeception_smoke": 9, "sdp_smoke": 18}  # sdp: each photo starts an image- and a text-first chain

@@ -9,11 +9,11 @@ import pytest
 from tests.support.score_pins import DRIFT_REL, mismatches, pins, tolerance
 from tests.support.smoke_run import SMOKE_TASKS
 
+
 def _headline(results, task):
     return {k.split(",")[0]: v for k, v in results["results"][task].items() if "," in k and "stderr" not in k}
 
 
-@pytest.mark.integration
 def test_smoke_scores_equal_the_pinned_scores(smoke_run):
     rel, why = tolerance()
     bad = mismatches({t: _headline(smoke_run.results, t) for t in SMOKE_TASKS}, pins(), rel)
@@ -32,7 +32,6 @@ def test_the_noise_allowance_catches_other_gc_weights():
     assert len(bad) == 1 and bad[0].startswith("mmeception_smoke/gc@3"), bad
 
 
-@pytest.mark.integration
 def test_the_noise_allowance_catches_one_mgg_threshold(smoke_run, tmp_path, monkeypatch):
     """The smoke run's stored chains rescored with one GenEval threshold changed (counting's,
     0.1 -> 0.99; the random tiny OWLv2's scores sit near 0 or 1, so only a threshold near 1

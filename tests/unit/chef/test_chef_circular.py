@@ -10,46 +10,15 @@ copies per question in the dev TSV) and lmms-eval's mmbench_evals.py ``eval_resu
 """
 
 import json
-from pathlib import Path
 
 import datasets
 import pytest
 import yaml
-from PIL import Image
 
 from lmms_genbench.chef import recipe as R
 from lmms_genbench.chef import results as scoring
 
-TASKS = Path(R.__file__).resolve().parents[1] / "tasks" / "chef"
-LETTERS = "ABCD"
-FEATURES = datasets.Features({
-    "index": datasets.Value("int64"), "question": datasets.Value("string"), "hint": datasets.Value("string"),
-    "answer": datasets.Value("string"), **{c: datasets.Value("string") for c in LETTERS},
-    "category": datasets.Value("string"), "image": datasets.Image(), "source": datasets.Value("string"),
-    "L2-category": datasets.Value("string"), "comment": datasets.Value("string"), "split": datasets.Value("string"),
-})
-# (question, options, gold index, image colour): 4, 4, 3 and 2 options -> 4, 4, 3 and 2 copies
-QUESTIONS = [
-    ("Which colour is the square?", ["red", "green", "blue", "yellow"], 0, (200, 30, 30)),
-    ("What shape is drawn in the picture?", ["circle", "square", "triangle", "star"], 1, (30, 200, 30)),
-    ("How many objects are in the image?", ["one", "two", "three"], 2, (30, 30, 200)),
-    ("Is the background dark or light?", ["dark", "light"], 0, (240, 240, 240)),
-]
-
-
-def mmbench_circular_rows():
-    """Copy k of a question rotates its options by k and moves the answer letter with them."""
-    rows = []
-    for i, (question, options, gold, colour) in enumerate(QUESTIONS):
-        image = Image.new("RGB", (24, 24), colour)
-        for k in range(len(options)):
-            rotated = options[k:] + options[:k]
-            cols = {c: (rotated[j] if j < len(rotated) else None) for j, c in enumerate(LETTERS)}
-            rows.append({"index": i + k * 1_000_000, "question": question, "hint": None,
-                         "answer": LETTERS[(gold - k) % len(options)], **cols,
-                         "category": "attribute_recognition", "image": image, "source": "scienceqa",
-                         "L2-category": "attribute_reasoning", "comment": None, "split": "dev"})
-    return rows
+from tests.support.mmbench_circular import FEATURES, QUESTIONS, TASKS, mmbench_circular_rows
 
 
 class _Loader(yaml.SafeLoader):
@@ -157,67 +126,3 @@ def test_per_row_scenarios_emit_no_circular_metric():
     payload = {"key": "k1", "inferencer": "ppl", "desideratum": "accuracy",
                "variants": [{"name": "base", "gold": 0, "options": ["a", "b"]}]}
     assert "acc_circular" not in scoring.process_results({}, [_response(payload, [0])])
-
-
-ICL_YAML = """\
-include: {base}
-task: chef_icl_mmbench_fixture
-dataset_path: parquet
-dataset_kwargs: {{data_files: {{dev: {parquet}}}}}
-test_split: dev
-lmms_eval_specific_kwargs:
-  default:
-    scenario: {{preset: mmbench}}
-    desideratum: in_context_learning
-    inferencer: ppl
-    seed: 0
-    variants:
-    - {{name: zero_shot}}
-    - name: topk_text_1
-      ice: {{retriever: topk_text, shots: 1}}
-    - name: topk_image_1
-      ice: {{retriever: topk_image, shots: 1}}
-generation_kwargs: {{max_new_tokens: 4, cot_max_new_tokens: 4, until: []}}
-metric_list:
-"""
-
-
-@pytest.mark.integration
-def test_a_grouped_recipe_through_lmms_eval_reports_circular_accuracy(tmp_path):
-    """The MMBench fixture as the hub serves it (Parquet), an ICL recipe on the mmbench
-    preset, the chef model around the tiny llava: the group survives the model's echo."""
-    import shutil
-
-    from tests.support.lmms_eval_runs import BIN, response, results_file, samples
-    from tests.support.lmms_eval_runs import run as run_offline
-
-    parquet = tmp_path / "dev.parquet"
-    datasets.Dataset.from_list(mmbench_circular_rows(), features=FEATURES).to_parquet(str(parquet))
-    folder = tmp_path / "tasks"
-    folder.mkdir()
-    for name in ("_chef_base.yaml", "utils.py"):
-        shutil.copy(TASKS / name, folder / name)
-    names = scoring.metric_names({"desideratum": "in_context_learning", "group": "0"},
-                                 ["zero_shot", "topk_text_1", "topk_image_1"])
-    yaml_text = ICL_YAML.format(base="_chef_base.yaml", parquet=parquet) + "".join(
-        f"  - {{metric: {n}, aggregation: !function utils.aggregate, higher_is_better: true}}\n" for n in names)
-    (folder / "chef_icl_mmbench_fixture.yaml").write_text(yaml_text)
-    out = tmp_path / "out"
-    proc = run_offline([str(BIN / "lmms-eval"), "--model", "chef", "--model_args", "preset=smoke",
-                        "--tasks", "chef_icl_mmbench_fixture", "--include_path", str(folder),
-                        "--output_path", str(out), "--log_samples"], tmp_path)
-    assert glob_results(out), proc.stderr[-4000:]
-    m = results_file(out)[1]["results"]["chef_icl_mmbench_fixture"]
-    m = {k.split(",")[0]: v for k, v in m.items() if "," in k and "stderr" not in k}
-    assert m["n_docs"] == 13 and m["n_failed"] == 0 and m["n_groups"] == 4
-    responses = [json.loads(response(s)) for s in samples(out, "chef_icl_mmbench_fixture")]
-    groups = [r["group"] for r in responses]
-    assert sorted(map(int, groups)) == sorted(r["index"] % 1_000_000 for r in mmbench_circular_rows())
-    right = {}
-    for group, r in zip(groups, responses):
-        right[group] = right.get(group, True) and r["variants"][0]["pred"] == r["variants"][0]["gold"]
-    assert m["acc_circular"] == pytest.approx(sum(right.values()) / 4)
-
-
-def glob_results(out):
-    return list(Path(out).glob("**/*_results.json"))

@@ -1,4 +1,4 @@
-"""Semantic drift task functions (the end-to-end run is in test_integration)."""
+"""Semantic drift task functions (the end-to-end runs: tests/smoke/test_smoke_results.py and tests/e2e/test_runs_e2e.py)."""
 
 import datasets
 import pytest

@@ -4,7 +4,8 @@ folders (lmms_genbench/smoke/pipelines.py).
 
 The pipelines rewrite prompts before tokenizing (Lumina 2 prepends its system prompt, Sana its
 instruction, PixArt lower-cases and cleans): the recorded cut must be the cut of that text, at
-the length the pipeline asked for. Plumbing on tiny random-weight replicas only.
+the length the pipeline asked for. Plumbing on tiny random-weight replicas only. Here two quick
+families and the edge cases; the other six: tests/e2e/test_pipeline_cuts_e2e.py.
 """
 
 from __future__ import annotations
@@ -12,65 +13,21 @@ from __future__ import annotations
 import logging
 
 import pytest
-import transformers
 
 from lmms_genbench.generators.diffusers_backend import DiffusersGenerator
 from lmms_genbench.smoke.pipelines import FAMILIES, tiny_family_path
 
-SIZES = {"kandinsky3": 64}
-WORDS = "a red cat sits on a blue rug beside the window in the morning light".split()
-LONG = " ".join(WORDS * 50)  # 750 words: past every encoder's budget (512 at most)
-SHORT = " ".join(WORDS[:8])
+from tests.support.pipeline_cuts import LONG, QUICK, WORDS, check_recorded_cut, spy_tokenizer_calls
 
 
 @pytest.fixture
 def tokenizer_calls(monkeypatch):
-    """Every tokenizer call the pipeline makes: (tokenizer, texts, kwargs), and its result."""
-    seen = []
-    real = transformers.PreTrainedTokenizerBase.__call__
-
-    def spy(self, *args, **kwargs):
-        out = real(self, *args, **kwargs)
-        text = args[0] if args else kwargs.get("text")
-        seen.append((self, [text] if isinstance(text, str) else list(text or []), kwargs, out))
-        return out
-
-    monkeypatch.setattr(transformers.PreTrainedTokenizerBase, "__call__", spy)
-    return seen
+    return spy_tokenizer_calls(monkeypatch)
 
 
-def _pipeline_count(seen, tokenizer, prompts):
-    """Per prompt, the tokens ``tokenizer`` dropped in the pipeline's first truncating call over
-    the prompts: the untruncated length of the very text it was given, less what it kept."""
-    for tok, texts, kwargs, out in seen:
-        if tok is tokenizer and kwargs.get("truncation") and len(texts) == len(prompts) and "max_length" in kwargs:
-            full = [len(tok.encode(t, add_special_tokens=kwargs.get("add_special_tokens", True))) for t in texts]
-            mask = out.get("attention_mask")  # what it kept: the real tokens, not the padding
-            kept = [int(sum(row)) for row in mask] if mask is not None else [len(row) for row in out["input_ids"]]
-            return texts, [f - min(k, kwargs["max_length"]) for f, k in zip(full, kept)]
-    raise AssertionError("the pipeline made no truncating call over the prompts")
-
-
-#: in the default run (the rest with --e2e: about 5 s each on a CPU)
-QUICK = ("sd3", "pixart_sigma")
-
-
-@pytest.mark.parametrize("family", [f if f in QUICK else pytest.param(f, marks=pytest.mark.integration)
-                                    for f in FAMILIES])
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f in QUICK])
 def test_the_recorded_cut_is_the_cut_inside_the_pipeline(family, tokenizer_calls):
-    size = SIZES.get(family, 32)
-    generator = DiffusersGenerator(pretrained=str(tiny_family_path(family)), device="cpu", dtype="float32", steps=1,
-                                   width=size, height=size, batch_size=3)
-    prompts = [LONG, SHORT, LONG.upper()]
-    tokenizer_calls.clear()  # the probe's calls at load
-    generator.generate(prompts, [0, 1, 2])
-    recorded = generator.text_cuts(prompts)
-    assert recorded[0] and set(recorded[0]) == set(generator.text_budget)
-    for encoder in generator.text_budget:
-        attr = "tokenizer" + encoder.split(":")[0][len("text_encoder"):]
-        texts, counted = _pipeline_count(tokenizer_calls, getattr(generator.pipeline, attr), prompts)
-        assert [cut[encoder] for cut in recorded] == counted, (encoder, texts[1][:200])
-        assert counted[0] > 0  # the long prompt was cut
+    check_recorded_cut(family, tokenizer_calls)
 
 
 def test_lumina2_counts_its_system_prompt(tokenizer_calls):

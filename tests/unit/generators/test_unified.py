@@ -1,11 +1,7 @@
 """Unified models: the interface, the Janus adapter on a tiny random Janus, the
-cycle model's unified= arguments, and one sdp_smoke run through the lmms-eval command."""
+cycle model's unified= arguments (one sdp_smoke run through the lmms-eval command:
+tests/e2e/test_unified_e2e.py)."""
 
-import glob
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -14,18 +10,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from lmms_genbench.core.failures import GeneratorConfigError
 from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
 from lmms_genbench.generators import GenerationFailure
-from lmms_genbench.core.failures import GeneratorConfigError
 from lmms_genbench.generators.unified import (
     UNIFIED_MODELS,
     UnifiedModel,
     build_unified,
     run_isolated,
 )
-from tests.support.fakes import FakeDescriber, FakeGenerator
 
-BIN = Path(sys.executable).parent
+from tests.support.fakes import FakeDescriber, FakeGenerator
 
 
 class FakeUnified(FakeDescriber, FakeGenerator):
@@ -99,13 +94,6 @@ def test_run_isolated_flags_a_wrong_result_count():
 
 
 # -- Janus on a tiny random checkpoint -------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tiny_janus(tmp_path_factory):
-    from lmms_genbench.smoke.janus import tiny_janus_path
-
-    return str(tiny_janus_path(tmp_path_factory.mktemp("cache")))
 
 
 @pytest.fixture(scope="module")
@@ -277,36 +265,3 @@ def test_a_janus_run_loads_its_weights_at_first_use_and_names_them_before(tiny_j
     lazy = CycleModel(**{**args, "unified.pretrained": str(Path(tiny_janus).parent / "missing")})
     with pytest.raises(ActionableError, match="unified model janus did not load|missing"):
         lazy.generator.generate(["a red cube"], [0])
-
-
-# -- end to end ------------------------------------------------------------------------
-
-
-@pytest.mark.integration
-def test_cli_sdp_smoke_with_tiny_janus(tmp_path, tiny_janus):
-    out, art = tmp_path / "out", tmp_path / "art"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HF_DATASETS_CACHE=str(tmp_path / "hf_datasets"), OMP_NUM_THREADS="1")
-    model_args = f"unified=janus,unified.pretrained={tiny_janus},unified.device=cpu,unified.dtype=float32,artifacts={art}"
-    proc = subprocess.run(
-        [str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", model_args,
-         "--tasks", "sdp_smoke", "--output_path", str(out)],
-        check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    files = glob.glob(str(out / "**" / "*_results.json"), recursive=True)
-    assert len(files) == 1, proc.stderr[-3000:]
-    metrics = {k.split(",")[0]: v for k, v in json.loads(Path(files[0]).read_text())["results"]["sdp_smoke"].items()
-               if "," in k}
-    assert metrics["n_scored"] == 18 and metrics["n_failed"] == 0  # 9 pairs x 2 directions
-    for mapping in ("text->text", "text->image", "image->image", "image->text"):
-        assert -1.0 <= metrics[f"mcd_{mapping}"] <= 1.0
-    assert "mcd_avg" in metrics
-    # one model, one name, in both roles of the store's namespace
-    manifests = list(art.rglob("protocol.json"))
-    assert len(manifests) == 2  # text-first and image-first protocols
-    manifest = json.loads(manifests[0].read_text())
-    assert manifest["describer"] == manifest["generator"] and manifest["describer"].startswith("janus-tiny-janus-")
-    images = list(art.rglob("*.png"))
-    drawn = [p for p in images if p.name != "000.png"]  # hop 0 of an image-first chain is the photo
-    assert drawn and all(Image.open(p).size == (32, 32) for p in drawn)

@@ -1,17 +1,14 @@
 """A task run with a model type that cannot serve it stops with one line naming the
-``--model`` to use, and writes no results (no NaN scores that look like results)."""
+``--model`` to use, and writes no results (no NaN scores that look like results); through the
+lmms-eval command: tests/e2e/test_wrong_model_e2e.py."""
 
-import glob
 import json
-import re
 
 import pytest
 
 from lmms_genbench.chef import results as chef_results
 from lmms_genbench.core.errors import ActionableError, WrongModelError
 from lmms_genbench.tasks.mmeception import utils as mmeception_utils
-
-from tests.support.lmms_eval_runs import BIN, run
 
 
 def test_the_error_is_not_an_exception_so_lmms_eval_neither_retries_nor_swallows_it():
@@ -39,19 +36,3 @@ def test_chef_tasks_keep_the_chef_models_own_failures_as_counted_records():
 def test_cycle_tasks_refuse_a_plain_answer():
     with pytest.raises(WrongModelError, match=r"cycle tasks \(mmeception\*, sdp_\*\) must run with --model cycle"):
         mmeception_utils.process_results({"chain_id": "q1", "category": "scene"}, ["A photo of a cat."])
-
-
-@pytest.mark.integration
-@pytest.mark.parametrize("task, model", [("mmeception_smoke", "cycle"), ("chef_icl_smoke", "chef")])
-def test_lmms_eval_with_a_plain_model_stops_with_one_line_naming_the_model(tmp_path, task, model):
-    """lmms-eval's built-in ``dummy`` model answers "A" to every request."""
-    out = tmp_path / "out"
-    proc = run([str(BIN / "lmms-eval"), "--model", "dummy", "--tasks", task, "--limit", "2",
-                "--output_path", str(out), "--log_samples"], tmp_path, timeout=900)
-    ours = [line for line in re.split(r"[\r\n]+", proc.stderr) if "lmms-genbench" in line]
-    assert len(ours) == 1, proc.stderr[-3000:]  # stopped at the first doc, not retried
-    assert ours[0].startswith("lmms-genbench: ") and f"must run with --model {model}. Fix: run them with --model {model}" in ours[0]
-    assert proc.returncode == 1
-    assert "RetryError" not in proc.stdout + proc.stderr  # not retried, not wrapped
-    assert "Traceback" not in proc.stderr
-    assert not glob.glob(str(out / "**" / "*_results.json"), recursive=True)

@@ -14,15 +14,12 @@ import pytest
 from lmms_genbench.cli import main as cli
 from lmms_genbench.core.secrets import scrub
 from lmms_genbench.engine import ArtifactStore, CycleEngine
-from lmms_genbench.store import failure_marker
-from lmms_genbench.store import RECORDS, STORE_FORMAT, check_chain
+from lmms_genbench.store import RECORDS, STORE_FORMAT, check_chain, failure_marker
 
 from tests.support.fakes import FakeDescriber, FakeGenerator
 from tests.support.store_chains import complete_store, hop_bytes, jobs_of, spec_of
 
 SENTINEL = "[LMMS_EVAL_REQUEST_FAILED after 5 retries] Error code: 500 - {'error': 'upstream down'}"
-
-
 
 
 class Sentinel(FakeDescriber):
@@ -207,21 +204,6 @@ def test_a_lock_left_by_a_killed_process_blocks_nothing(tmp_path):
     assert proc.stdout.strip() == "held" and proc.returncode == -9
     outcomes, stats = CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
     assert outcomes[0].ok and stats.chains_waited == 0
-
-
-@pytest.mark.integration  # a child process that imports lmms-eval's evaluator: 15 s
-def test_chain_locks_hold_under_lmms_evals_filelock_patch():
-    """lmms-eval makes every FileLock(path) of a process one shared reentrant instance; the
-    chain lock must still keep a second run (here: a second lock set in one process) out."""
-    import subprocess
-    import sys
-
-    code = ("import lmms_eval.evaluator as e, tempfile, pathlib; e._enable_reentrant_filelocks()\n"
-            "from lmms_genbench.store import ChainLocks\n"
-            "d = pathlib.Path(tempfile.mkdtemp()); a, b = ChainLocks(), ChainLocks()\n"
-            "print(a.try_acquire(d), b.try_acquire(d))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert proc.stdout.strip().splitlines()[-1] == "True False", proc.stderr[-2000:]
 
 
 # -- signals and leftovers ----------------------------------------------------------------
