@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from .corruptions import corrupt_image, corrupt_text, doc_rng, shuffle_options
+from ..core import state
 from ..core.registry import lookup
 
 __all__ = [
@@ -270,13 +271,17 @@ def _pool_image(doc, recipe):
         return None
 
 
-_POOLS: dict[str, _Pool] = {}
+def _pools() -> dict[str, _Pool]:
+    """The pools registered in this process (the state module's ``chef_pools`` slot): lmms-eval
+    calls ``doc_to_text`` with only the doc, which names its pool."""
+    return state.slot("chef_pools", dict)
 
 
 def register_pool(dataset) -> str:
     """Remember ``dataset`` as an in-context pool; returns its id (used by ``process_docs``)."""
-    pool_id = f"pool{len(_POOLS)}-{getattr(dataset, '_fingerprint', id(dataset))}"
-    _POOLS[pool_id] = _Pool(dataset)
+    pools = _pools()
+    pool_id = f"pool{len(pools)}-{getattr(dataset, '_fingerprint', id(dataset))}"
+    pools[pool_id] = _Pool(dataset)
     return pool_id
 
 
@@ -320,9 +325,10 @@ def retrieve(doc: Mapping[str, Any], recipe: Mapping[str, Any], retriever: str, 
     if not 1 <= int(shots) <= 8:
         raise ValueError(f"ice shots must be between 1 and 8, got {shots!r}")
     pool_id, row = doc.get("chef_pool"), doc.get("chef_row")
-    if pool_id not in _POOLS:
+    pools = _pools()
+    if pool_id not in pools:
         raise ValueError("in-context examples need the task's process_docs: utils.process_docs (it registers the pool)")
-    pool = _POOLS[pool_id]
+    pool = pools[pool_id]
     groups = pool.groups(recipe)
     if groups is None:
         others = [i for i in range(len(pool.docs)) if i != row]
@@ -427,7 +433,7 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
             shots = int(ice.get("shots", 1))
             examples = []
             for row in retrieve(doc, recipe, ice.get("retriever", "random"), shots, seed):
-                ex_doc = _POOLS[doc["chef_pool"]].docs[row]
+                ex_doc = _pools()[doc["chef_pool"]].docs[row]
                 ex = normalize(ex_doc, recipe)
                 ex_prompt = _query(ex, ex.options, ex.question, instr)
                 examples.append(f"{ex_prompt}\n{instr['answer_prompt']} ({LETTERS[ex.gold]}) {ex.options[ex.gold]}")
@@ -469,7 +475,7 @@ def visuals(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> list:
             ice = v["ice"]
             for row in retrieve(doc, recipe, ice.get("retriever", "random"), int(ice.get("shots", 1)), seed):
                 try:
-                    out.append(doc_image(_POOLS[doc["chef_pool"]].docs[row], recipe))
+                    out.append(doc_image(_pools()[doc["chef_pool"]].docs[row], recipe))
                 except ValueError as exc:
                     raise ValueError(f"in-context example (row {row}) of variant {v['name']!r}: {exc}") from exc
         if v.get("image"):

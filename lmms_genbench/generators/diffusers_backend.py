@@ -6,7 +6,6 @@ this module is imported, so listing backends stays cheap.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from typing import Any
 
 from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
 from ..core.deps import require
+from ..core import state
 from ..core.keys import generator_name
 from . import pipeline_rules as rules
 from ..core.failures import GenerationFailure
@@ -230,8 +230,9 @@ class DiffusersGenerator:
     def _drop_ignored(self, cls: type) -> None:
         settings = {**self.call_settings, "negative_prompt": self.negative_prompt}
         for setting, why in rules.ignored_settings(cls, settings).items():
-            if (cls, setting) not in _WARNED_IGNORED:  # once per process: a plan and its build both get here
-                _WARNED_IGNORED.add((cls, setting))
+            warned = state.slot("warned_ignored", set)  # once per process: a plan and its build both get here
+            if (cls, setting) not in warned:
+                warned.add((cls, setting))
                 logger.warning("diffusers: generator.%s is ignored and left out of the artifact key: %s", setting, why)
             if setting == "negative_prompt":
                 self.negative_prompt = None
@@ -363,7 +364,6 @@ def _pixels(arg: str, value: Any) -> int | None:
     return pixels
 
 
-_WARNED_IGNORED: set[tuple[type, str]] = set()
 #: generator.offload values
 OFFLOAD = ("none", "model", "sequential")
 
@@ -395,10 +395,13 @@ def _pipeline_class(pretrained: str | None, revision: str | None) -> type | None
     return None
 
 
-@functools.lru_cache(maxsize=1)
 def _dtype_argument() -> str:
     """``dtype`` where the installed diffusers reads it (``torch_dtype`` is deprecated there),
-    else ``torch_dtype``."""
+    else ``torch_dtype`` (read once per process)."""
+    return state.remember("diffusers dtype argument", _read_dtype_argument)
+
+
+def _read_dtype_argument() -> str:
     diffusers = require("diffusers", "the diffusers generator")
     try:
         source = inspect.getsource(diffusers.DiffusionPipeline.from_pretrained)

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import state
 from .scope import is_our_task, model_type, our_tasks
 from .wrap import unwrap_method, wrap_method
 
@@ -53,13 +54,10 @@ class Run:
     changed: list[str] = field(default_factory=list, compare=False)  # the TABLE targets in place
 
 
-# Module state, not a context variable: lmms-eval calls process_results from worker threads.
-_CURRENT: Run | None = None
-
-
 def current() -> Run | None:
-    """The run being evaluated, when it is one of ours."""
-    return _CURRENT
+    """The run being evaluated, when it is one of ours (the state module's ``run`` slot:
+    process state, not a context variable, as lmms-eval calls process_results from worker threads)."""
+    return state.value("run")
 
 
 def install() -> bool:
@@ -94,13 +92,13 @@ def _wants_one_thread(lm: Any) -> bool:
 def scope(run: Run) -> Iterator[Run]:
     """Everything :data:`~lmms_genbench.hooks.TABLE` lists for the duration of a run, taken
     off after it, whatever happens inside."""
-    global _CURRENT
-    if _CURRENT is not None:  # an evaluate inside one of our runs: the outer run's hooks hold
-        yield _CURRENT
+    outer = current()
+    if outer is not None:  # an evaluate inside one of our runs: the outer run's hooks hold
+        yield outer
         return
     undo = []
     try:
-        _CURRENT = run
+        state.put("run", run)
         if run.model == "t2i":
             undo.append(_wrap_process_results(run))
         undo.append(_wrap_aggregation(run))
@@ -115,7 +113,7 @@ def scope(run: Run) -> Iterator[Run]:
         for step in reversed([u for u in undo if u is not None]):
             step()
         run.changed.clear()
-        _CURRENT = None
+        state.put("run", None)
 
 
 def _wrap_process_results(run: Run):
@@ -126,7 +124,8 @@ def _wrap_process_results(run: Run):
     def hooked(original):
         def process_results(self, doc, results, *args, **kwargs):
             metrics = original(self, doc, results, *args, **kwargs)
-            if _CURRENT is None or _CURRENT.model != "t2i":
+            now = current()
+            if now is None or now.model != "t2i":
                 return metrics
             failed = host_failures.failed_answer(results)
             return metrics if failed is None else host_failures.mark(metrics, failed)
@@ -147,9 +146,10 @@ def _wrap_aggregation(run: Run):
 
     def hooked(original):
         def calculate_aggregate_metric(self, *args, **kwargs):
-            if _CURRENT is not None and is_our_task(getattr(self, "task", None)):
+            now = current()
+            if now is not None and is_our_task(getattr(self, "task", None)):
                 _interrupt_at("score")
-            t2i = _CURRENT is not None and _CURRENT.model == "t2i"
+            t2i = now is not None and now.model == "t2i"
             held = host_failures.set_aside(self) if t2i else None
             try:
                 out = original(self, *args, **kwargs)
@@ -162,7 +162,7 @@ def _wrap_aggregation(run: Run):
                 out = original(self, *args, **kwargs)
             if held is not None:
                 host_failures.report(self, held)
-            if _CURRENT is not None and is_our_task(getattr(self, "task", None)):
+            if now is not None and is_our_task(getattr(self, "task", None)):
                 host_scores.fill(self)
             return out
 

@@ -29,7 +29,6 @@ MODEL_TYPES = {
 MODEL_CLASSES = {name: PACKAGE + path.replace(":", ".") for name, path in MODEL_TYPES.items()}
 _BY_CLASS = {f"{PACKAGE}{path}": name for name, path in MODEL_TYPES.items()}
 _TASK_FUNCTIONS = ("process_results", "doc_to_text", "doc_to_visual", "doc_to_target")
-_ours_by_file: dict[str, bool] = {}
 
 
 def model_type(lm: object) -> str | None:
@@ -45,10 +44,13 @@ def _defined_here(obj: object) -> bool:
     code = getattr(obj, "__code__", None) or getattr(getattr(obj, "__func__", None), "__code__", None)
     if code is None:
         return False
+    from ..core import state  # here: at start-up this module imports nothing
+
     where = code.co_filename
-    if where not in _ours_by_file:
-        _ours_by_file[where] = os.path.realpath(where).startswith(PACKAGE_DIR + os.sep)
-    return _ours_by_file[where]
+    ours = state.slot("ours_by_file", dict)  # asked on every wrapped call: realpath once per file
+    if where not in ours:
+        ours[where] = os.path.realpath(where).startswith(PACKAGE_DIR + os.sep)
+    return ours[where]
 
 
 def is_our_task(task: object) -> bool:

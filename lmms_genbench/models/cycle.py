@@ -35,6 +35,7 @@ from ..generators import (GeneratorConfigError, LazyGenerator, LazyUnified, buil
                           config_failure, explain_generator_failure, plan_generator)
 from ..generators.weights import adopt_legacy
 from .throughput import log_engine_run
+from ..core import state
 from ..core.errors import from_exception, load_failure
 from .cycle_args import (OFFLINE_HINT, VLLM_CPU_MEMORY_FRACTION, CycleArgs, in_shard,
                          parse_model_args)
@@ -298,8 +299,17 @@ class CycleModel(lmms):
     def device(self):
         return self._device
 
-    @functools.lru_cache(maxsize=64)
     def _spec(self, context: str, gen_kwargs_json: str, direction: str | None) -> ChainSpec:
+        """The request's spec, read once per model and request shape (a task's requests share it)."""
+        specs = self.__dict__.setdefault("_specs", {})
+        key = (context, gen_kwargs_json, direction, self.scorer_preset)
+        if key not in specs:
+            if len(specs) >= 64:
+                specs.clear()
+            specs[key] = self._read_spec(context, gen_kwargs_json, direction)
+        return specs[key]
+
+    def _read_spec(self, context: str, gen_kwargs_json: str, direction: str | None) -> ChainSpec:
         gen_kwargs = json.loads(gen_kwargs_json)
         if self.scorer_preset and "max_new_tokens" in gen_kwargs:
             # random-weight describers: the paper's 512 tokens of noise prove no more than the smoke
@@ -402,9 +412,12 @@ class CycleModel(lmms):
         raise NotImplementedError("the cycle model does not support multi-round generation")
 
 
-@functools.lru_cache(maxsize=1)
 def _smoke_max_new_tokens() -> int:
-    """The smoke task's describer budget, read from its YAML (the one place that states it)."""
+    """The smoke task's describer budget, read from its YAML (the one place that states it), once."""
+    return state.remember("smoke describer max_new_tokens", _read_smoke_max_new_tokens)
+
+
+def _read_smoke_max_new_tokens() -> int:
     from pathlib import Path
 
     from lmms_eval.utils import load_yaml_config

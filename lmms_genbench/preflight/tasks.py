@@ -4,11 +4,11 @@ of ``mmeception_folder``. Tasks that are not ours are lmms-eval's to load: not c
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core import state
 from .problems import Problem
 
 __all__ = ["HubDataset", "folder_problem", "hub_datasets", "unknown_tasks"]
@@ -26,9 +26,13 @@ class HubDataset:
     revision: str | None
 
 
-@functools.lru_cache(maxsize=1)
 def _configs() -> dict[str, dict]:
-    """Our tasks' YAMLs by task name, ``include:`` resolved; loaded as text (no ``!function``)."""
+    """Our tasks' YAMLs by task name, ``include:`` resolved; loaded as text (no ``!function``);
+    read once per process."""
+    return state.remember("task configs", _read_configs)
+
+
+def _read_configs() -> dict[str, dict]:
     from lmms_eval.utils import load_yaml_config
 
     found = {}

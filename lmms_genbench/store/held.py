@@ -8,7 +8,8 @@ copy of the held image instead of decoding them. A file changed since it was wri
 has another hash and is decoded, so a held image is never a stale one.
 
 Memory is bounded by pixels (:data:`HELD_BYTES`, least recently used out first), so
-it holds about the latest few batches of a long run and every image of a small one.
+it holds about the latest few batches of a long run and every image of a small one. The
+images live in :mod:`lmms_genbench.core.state`'s ``held_images`` slot.
 """
 
 from __future__ import annotations
@@ -17,18 +18,32 @@ import hashlib
 import io
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HELD_BYTES", "clear", "counts", "hold", "load_rgb"]
+from ..core import state
+
+__all__ = ["HELD_BYTES", "Held", "clear", "counts", "held", "hold", "load_rgb"]
 
 #: the pixels held at most (RGB bytes); 256 MiB: 340 images of 512 px, 85 of 1024 px
 HELD_BYTES = 256 * 2**20
 
 _LOCK = threading.Lock()
-_HELD: OrderedDict[str, Any] = OrderedDict()
-_SIZE = [0]
-#: images decoded from files and images handed out from memory, for tests and benchmarks
-_COUNTS = {"decoded": 0, "held": 0}
+
+
+@dataclass
+class Held:
+    """The images held, by sha256, least recently used first; their pixels; and the images
+    decoded from files and handed out from memory (for tests and benchmarks)."""
+
+    images: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    size: int = 0
+    counts: dict[str, int] = field(default_factory=lambda: {"decoded": 0, "held": 0})
+
+
+def held() -> Held:
+    """This process's held images (the state module's slot)."""
+    return state.slot("held_images", Held)
 
 
 def _nbytes(image: Any) -> int:
@@ -42,15 +57,16 @@ def hold(sha256: str, image: Any) -> None:
     size = _nbytes(image)
     if size > HELD_BYTES:
         return
+    now = held()
     with _LOCK:
-        old = _HELD.pop(sha256, None)
+        old = now.images.pop(sha256, None)
         if old is not None:
-            _SIZE[0] -= _nbytes(old)
-        _HELD[sha256] = image
-        _SIZE[0] += size
-        while _SIZE[0] > HELD_BYTES:
-            _, dropped = _HELD.popitem(last=False)
-            _SIZE[0] -= _nbytes(dropped)
+            now.size -= _nbytes(old)
+        now.images[sha256] = image
+        now.size += size
+        while now.size > HELD_BYTES:
+            _, dropped = now.images.popitem(last=False)
+            now.size -= _nbytes(dropped)
 
 
 def load_rgb(path: Any):
@@ -61,28 +77,28 @@ def load_rgb(path: Any):
     with open(path, "rb") as fh:
         blob = fh.read()
     digest = hashlib.sha256(blob).hexdigest()
+    now = held()
     with _LOCK:
-        held = _HELD.get(digest)
-        if held is not None:
-            _HELD.move_to_end(digest)
-            _COUNTS["held"] += 1
-    if held is not None:
-        return held.copy()  # the caller may change its image; the held one stays as stored
+        image = now.images.get(digest)
+        if image is not None:
+            now.images.move_to_end(digest)
+            now.counts["held"] += 1
+    if image is not None:
+        return image.copy()  # the caller may change its image; the held one stays as stored
     with _LOCK:
-        _COUNTS["decoded"] += 1
+        now.counts["decoded"] += 1
     with Image.open(io.BytesIO(blob)) as img:
         return img.convert("RGB")
 
 
 def counts() -> dict[str, int]:
     """Images decoded from files and handed out from memory, since the last :func:`clear`."""
+    now = held()
     with _LOCK:
-        return dict(_COUNTS)
+        return dict(now.counts)
 
 
 def clear() -> None:
     """Forget every held image and reset the counts."""
     with _LOCK:
-        _HELD.clear()
-        _SIZE[0] = 0
-        _COUNTS.update(decoded=0, held=0)
+        state.put("held_images", None)

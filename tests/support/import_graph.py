@@ -174,39 +174,60 @@ _CONTAINERS = {"dict", "list", "set", "OrderedDict", "defaultdict", "Counter", "
                "WeakValueDictionary", "WeakKeyDictionary"}
 
 
+_CACHE_DECORATORS = {"lru_cache", "cache"}
+
+
+def _callee(node: ast.AST) -> str | None:
+    """``f`` of ``f``, ``m.f``, ``f(...)`` and ``m.f(...)``."""
+    node = node.func if isinstance(node, ast.Call) else node
+    return getattr(node, "id", None) or getattr(node, "attr", None)
+
+
+def module_state(source: str) -> set[str]:
+    """The names of a module's process-wide mutable state (see :func:`mutable_state`)."""
+    tree = ast.parse(source)
+    containers, objects = set(), set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        names = {t.id for t in targets if isinstance(t, ast.Name)}
+        func = _callee(value) if isinstance(value, ast.Call) else None
+        if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)) or func in _CONTAINERS:
+            containers |= names
+        elif func is not None and func.endswith("Cache"):  # a cache object: its own methods change it
+            objects |= names
+    changed, rebound, memoized = set(), set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            rebound |= set(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_callee(d) in _CACHE_DECORATORS for d in node.decorator_list):
+                memoized.add(node.name)  # functools.lru_cache/cache: a process-wide memo, methods too
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name)):
+            changed.add(node.func.value.id)
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            changed |= {t.value.id for t in targets
+                        if isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(t.value, ast.Name)}
+    return (containers & changed) | rebound | objects | memoized
+
+
 def mutable_state() -> dict[str, set[str]]:
     """module -> names of its process-wide mutable state: a module-level container (a dict, list
     or set display or comprehension, or a call of a container type or ``threading.local``) that
-    the module changes (an item or attribute assigned or deleted, a mutating method called), and
-    every name a function rebinds with ``global``. Objects of our own classes (a memo inside a
-    scorer instance) are not counted: what this finds is state with no owner but the module."""
+    the module changes (an item or attribute assigned or deleted, a mutating method called); every
+    name a function rebinds with ``global``; a module-level object of a ``*Cache`` class; and every
+    function or method memoized with ``functools.lru_cache``/``cache``. Other objects of our own
+    classes (a memo inside a scorer instance) are not counted: what this finds is state with no
+    owner but the module."""
     found: dict[str, set[str]] = {}
     for path in ROOT.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        containers = set()
-        for node in tree.body:
-            if isinstance(node, ast.Assign):
-                targets, value = node.targets, node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                targets, value = [node.target], node.value
-            else:
-                continue
-            func = value.func if isinstance(value, ast.Call) else None
-            if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)) or (
-                    func is not None and (getattr(func, "id", None) or getattr(func, "attr", None)) in _CONTAINERS):
-                containers |= {t.id for t in targets if isinstance(t, ast.Name)}
-        changed, rebound = set(), set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Global):
-                rebound |= set(node.names)
-            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                  and node.func.attr in _MUTATORS and isinstance(node.func.value, ast.Name)):
-                changed.add(node.func.value.id)
-            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-                changed |= {t.value.id for t in targets
-                            if isinstance(t, (ast.Subscript, ast.Attribute)) and isinstance(t.value, ast.Name)}
-        names = (containers & changed) | rebound
+        names = module_state(path.read_text(encoding="utf-8"))
         if names:
             found[module_name(path)] = names
     return found

@@ -50,22 +50,27 @@ def test_scorers_analysis_and_cli_never_import_the_engine():
     assert {m: t for m, t in found.items() if t} == {}
 
 
-# the process-wide mutable state that remains, each with why it outlives a call (CONTRIBUTING)
-KNOWN_STATE = {
-    "lmms_genbench.store.held": {"_HELD", "_SIZE", "_COUNTS"},  # images the writer stored, for the scorer; clear()
-    "lmms_genbench.hooks.run": {"_CURRENT"},  # the one run of ours in progress
-    "lmms_genbench.hooks.scope": {"_ours_by_file"},  # which task files are ours, read once
-    "lmms_genbench.metrics.scorers.reports": {"_NO_SCORE"},  # "produced no score" lines repeated at exit
-    "lmms_genbench.metrics.networks.inception": {"_resizer"},  # one resize kernel, built at first use
-    "lmms_genbench.generators.diffusers_backend": {"_WARNED_IGNORED"},  # each ignored setting warned once
-    "lmms_genbench.chef.recipe": {"_POOLS"},  # ChEF's option pools, read once per dataset
-}
-
-
-def test_no_module_holds_process_wide_mutable_state_beyond_the_known_few():
+def test_process_wide_state_lives_in_the_state_module_alone():
     """Data leaves a scorer in what it returns, never through a module-level dict or a
-    thread-local (no HOST_SCORES, no _VERDICTS); a new cache needs a reason here."""
-    assert import_graph.mutable_state() == KNOWN_STATE
+    thread-local (no HOST_SCORES, no _VERDICTS); what must outlive a call is a named, documented
+    slot of ``core/state.py`` (reset() empties them all: tests/unit/core/test_state.py)."""
+    assert import_graph.mutable_state() == {"lmms_genbench.core.state": {"_VALUES"}}
+
+
+@pytest.mark.parametrize("source, names", [
+    ("_SEEN = {}\ndef f(k):\n    _SEEN[k] = 1\n", {"_SEEN"}),  # a container the module changes
+    ("_SEEN = set()\ndef f(k):\n    _SEEN.add(k)\n", {"_SEEN"}),
+    ("_LOCAL = threading.local()\ndef f():\n    _LOCAL.verdicts = []\n", {"_LOCAL"}),
+    ("_X = None\ndef f():\n    global _X\n    _X = 1\n", {"_X"}),  # rebound with global
+    ("_NETWORKS = ModelCache()\n", {"_NETWORKS"}),  # a cache object
+    ("@functools.lru_cache(maxsize=1)\ndef f():\n    return 1\n", {"f"}),  # memoized functions and methods
+    ("@cache\ndef f():\n    return 1\n", {"f"}),
+    ("class A:\n    @lru_cache\n    def m(self):\n        return 1\n", {"m"}),
+    ("NAMES = {'a': 1}\nTABLE = [1, 2]\n", set()),  # constants, never changed
+    ("def f():\n    seen = {}\n    seen[1] = 2\n", set()),  # a call's own dict
+])
+def test_the_state_check_sees_each_kind_of_process_wide_state(source, names):
+    assert import_graph.module_state(source) == names
 
 
 # test modules that still import another's helpers: owned by work in progress when the rule came

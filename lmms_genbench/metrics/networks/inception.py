@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core import state
 from .common import check_batch_size, check_device, to_rgb_images
 from .loading import cached_network, cached_view, clear_networks, spec_key
 
@@ -52,22 +53,16 @@ FID_IMAGE_SIZE = (299, 299)
 INPUT_SCALES = ("pixels", "centered")
 _NAMED_SPECS = ("clean-fid", "fid-helper")
 
-_resizer_lock = threading.Lock()
-_resizer: Callable[[np.ndarray], np.ndarray] | None = None
+def _build_resizer() -> Callable[[np.ndarray], np.ndarray]:
+    try:
+        from cleanfid.resize import build_resizer
+    except ImportError as exc:  # a core dependency, but say what is missing
+        raise ImportError("clean-fid is needed for FID preprocessing; install it with: pip install clean-fid") from exc
+    return build_resizer("clean")
 
 
 def _clean_resizer() -> Callable[[np.ndarray], np.ndarray]:
-    global _resizer
-    with _resizer_lock:
-        if _resizer is None:
-            try:
-                from cleanfid.resize import build_resizer
-            except ImportError as exc:  # a core dependency, but say what is missing
-                raise ImportError(
-                    "clean-fid is needed for FID preprocessing; install it with: pip install clean-fid"
-                ) from exc
-            _resizer = build_resizer("clean")
-        return _resizer
+    return state.slot("fid_resizer", _build_resizer)  # built once per process, at first use
 
 
 def clean_fid_preprocess(images: Sequence[Any]) -> np.ndarray:

@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from ...core import state
 from .common import ModelCache
 
 __all__ = [
@@ -148,26 +149,25 @@ def _article(noun: str) -> str:
 
 
 # --------------------------------------------------------------------------- the cache
-# networks by identity; the objects handed out are views of them per call options
-_NETWORKS = ModelCache()
-_VIEWS = ModelCache()
-
-
+# networks by identity, and the objects handed out (views of them per call options): the
+# state module's "networks" and "network_views" slots
 def cached_network(key: tuple[Hashable, ...], load: Callable[[], Any]) -> Any:
     """The network of identity ``key``, loaded by ``load()`` at most once per process
     (thread-safe). ``key[0]`` names the family (``"image"``, ``"text"``, ``"fid"``, ...)
     that :func:`clear_networks` can forget on its own."""
-    return _NETWORKS.get(key, load)
+    return state.slot("networks", ModelCache).get(key, load)
 
 
 def cached_view(key: tuple[Hashable, ...], options: tuple[Hashable, ...], make: Callable[[], Any]) -> Any:
     """The view of network ``key`` under call ``options`` (a batch size, ...), made by
     ``make()`` once: callers asking the same get the same object (and its counters)."""
-    return _VIEWS.get(key + tuple(options), make)
+    return state.slot("network_views", ModelCache).get(key + tuple(options), make)
 
 
 def clear_networks(*families: str) -> None:
     """Forget the cached networks of ``families`` (all of them when none is named); their
     memory is freed once no caller holds them."""
-    _VIEWS.clear(families)
-    _NETWORKS.clear(families)
+    for name in ("network_views", "networks"):
+        cache = state.value(name)
+        if cache is not None:
+            cache.clear(families)

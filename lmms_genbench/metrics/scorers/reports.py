@@ -17,6 +17,8 @@ from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ...core import state
+
 __all__ = ["ReportCache", "no_score"]
 
 logger = logging.getLogger(__name__)
@@ -51,8 +53,6 @@ class ReportCache:
             self._reports.clear()
 
 
-#: tasks that produced no score in this process, repeated as the last lines at exit
-_NO_SCORE: list[str] = []
 _NO_SCORE_LOCK = threading.Lock()
 
 
@@ -63,13 +63,15 @@ def no_score(task: str, docs: int, reasons: Mapping[str, Any], report: Path) -> 
     line = f"lmms-genbench: {task} produced no score: 0 of {docs} docs scored ({shown}); each failed doc is in {report}"
     logger.warning(line)
     with _NO_SCORE_LOCK:
-        if not _NO_SCORE:
-            # lmms-eval prints its table after the aggregation: say it again last
+        lines = state.slot("no_score", list)  # the tasks that produced no score in this process
+        if not lines:
+            # lmms-eval prints its table after the aggregation: say it again last (once, after a reset too)
+            atexit.unregister(_print_no_score)
             atexit.register(_print_no_score)
-        if line not in _NO_SCORE:
-            _NO_SCORE.append(line)
+        if line not in lines:
+            lines.append(line)
 
 
 def _print_no_score() -> None:
-    for line in _NO_SCORE:
+    for line in state.value("no_score", ()):
         print(line, file=sys.stderr)

@@ -47,8 +47,7 @@ def test_scorer_settings_ride_on_the_chain_and_stay_out_of_its_key(tmp_path):
     # the same chain: changing the scorer recomputes nothing
     assert second.namespace == first.namespace and model.last_stats.hops_reused == 3
     # a smoke model's chains are scored offline unless the task names a preset
-    model.scorer_preset = "smoke"
-    model._spec.cache_clear()
+    model.scorer_preset = "smoke"  # the spec memo is keyed by it: nothing to clear
     assert Chain.from_json(model.generate_until([_request(0, dict(scored))])[0]).scorer == {"preset": "smoke", "sources": ["x"]}
     named = {**plain, "scorer": {"preset": "paper"}}
     assert Chain.from_json(model.generate_until([_request(0, dict(named))])[0]).scorer == {"preset": "paper"}

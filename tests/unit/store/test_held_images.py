@@ -74,6 +74,6 @@ def test_held_images_are_bounded_by_bytes(monkeypatch, opens):
     monkeypatch.setattr(held, "HELD_BYTES", 3 * 8 * 8 * 3)  # three 8 px RGB images
     for i in range(5):
         held.hold(f"sha{i}", Image.new("RGB", (8, 8), (i, i, i)))
-    assert list(held._HELD) == ["sha2", "sha3", "sha4"] and held._SIZE[0] == held.HELD_BYTES
+    assert list(held.held().images) == ["sha2", "sha3", "sha4"] and held.held().size == held.HELD_BYTES
     held.hold("big", Image.new("RGB", (64, 64)))  # larger than the bound: not held
-    assert "big" not in held._HELD
+    assert "big" not in held.held().images
