@@ -8,7 +8,7 @@ names, queries repeating across pictures as GenEval's 553 prompts do):
   tensors, one vision pass, batched box decoding and NMS. Query text embeddings are cached for a
   run (GenEval's 553 prompts name 80 classes), so the steady state is timed with them known;
   ``ours cold`` also encodes every query once;
-* reference: the code before issue 24 (tests/owlv2_reference.py): the image processor on PIL
+* reference: the code before issue 24 (tests/support/owlv2_reference.py): the image processor on PIL
   pictures, then box decoding and NMS one picture and one class at a time;
 * floor: the vision tower and the heads alone on the block's ``pixel_values``, with the query
   embeddings given (no preprocessing, no post-processing).

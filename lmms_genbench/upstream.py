@@ -7,7 +7,7 @@ built-in model uses, ``lmms-genbench`` as the ``genbench`` extra, tests in lmms-
 ``test/`` layout and a changelog entry. The engine (chains, scorers, networks) stays here.
 
 Every Python file is written already formatted as lmms-eval's lint wants it (black 25.1.0 at
-line length 240, isort 6.0.1 with the black profile); tests/test_upstream_e2e.py checks it.
+line length 240, isort 6.0.1 with the black profile); tests/e2e/test_upstream_e2e.py checks it.
 Nothing here imports lmms-eval: the export only reads our task folders and edits text.
 """
 

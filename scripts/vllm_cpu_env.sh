@@ -65,5 +65,5 @@ smoke=$(mktemp -d)
 if [ -z "${VLLM_ENV_SKIP_TESTS:-}" ]; then
   cd "$repo"
   export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-  PYTHONPATH="$repo" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_vllm_describer.py
+  PYTHONPATH="$repo" "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/e2e/test_vllm_describer.py
 fi

@@ -3,7 +3,7 @@
 Artifact folders, autobench call caches and generator names are all built from
 these helpers, and existing stores on users' disks are found again only if the
 same input gives the same string forever. So the variants the call sites need
-are parameters with pinned defaults (``tests/test_keys.py``), never changes.
+are parameters with pinned defaults (``tests/unit/core/test_keys.py``), never changes.
 """
 
 from __future__ import annotations

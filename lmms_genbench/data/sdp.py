@@ -17,7 +17,7 @@ Both originals are loading scripts, so each is read from the hub's Parquet expor
 copy with the same eleven columns (its dataset card). The authors skip a pair that does
 not join without a word; :func:`join_nd400` raises naming every missing id, or with
 ``allow_missing`` logs them and goes on. None of these datasets was loaded from here
-(no hub access): the tests read schema-true local copies (tests/hub_fixtures.py).
+(no hub access): the tests read schema-true local copies (tests/support/hub_fixtures.py).
 :func:`resample_nd400` draws another such list with a seed.
 
 GenEval (djghosh13/geneval, MIT): ``prompts/evaluation_metadata.jsonl``, 553 entries

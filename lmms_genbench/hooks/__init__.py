@@ -1,7 +1,7 @@
 """Everything this package changes in lmms-eval's process, declared in one table.
 
 :data:`TABLE` lists each change: what is changed, when it is put in place, for whom it acts,
-and why. docs/plugin.md shows the same table and tests/test_hooks_table.py holds it equal to
+and why. docs/plugin.md shows the same table and tests/unit/hooks/test_hooks_table.py holds it equal to
 what :func:`changed` finds in place at run time. The code: :mod:`.startup` (before any run),
 :mod:`.run` (during one of our runs only), :mod:`.scope` (which models and tasks are ours),
 :mod:`.wrap` (wrapping a method once, and undoing it). Importing this package imports nothing.

@@ -4,7 +4,7 @@ A model is ours when its class (or a base class) is one of :data:`MODEL_TYPES`: 
 the model object lmms-eval runs. A task is ours when the functions its YAML names (its
 ``process_results``, ``doc_to_text``, ``doc_to_visual``) or its task class are defined in this
 package: every task folder under ``lmms_genbench/tasks`` points there, and so does a copy of
-one that imports our ``utils`` (tests/smoke_run.py's variant). lmms-eval's built-in tasks
+one that imports our ``utils`` (tests/support/smoke_run.py's variant). lmms-eval's built-in tasks
 never do. Imports nothing: the start-up line and the entry point read this module.
 """
 

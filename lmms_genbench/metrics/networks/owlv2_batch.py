@@ -8,7 +8,7 @@ processor does, but once per batch of same-size pictures and on the detector's d
   ``mirror``, radius ``int(4 sigma + 0.5)``), linear ``ndimage.zoom`` (``grid_mode``, ``mirror``),
   clip to the input's range, normalise. Reproduced here with SciPy's float64 operations in SciPy's
   order (the symmetric ``correlate1d``, the zoom's tap sum) and its float32 roundings between
-  passes, so the pixels are bit-identical (tests/test_owlv2_batch.py, many sizes and seeds);
+  passes, so the pixels are bit-identical (tests/unit/metrics/networks/test_owlv2_batch.py, many sizes and seeds);
 * the torch processor (``Owlv2ImageProcessor``, what ``from_pretrained`` gives): already batched
   per shape; it is called with the detector's device, so it resizes there.
 
