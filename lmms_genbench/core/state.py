@@ -5,7 +5,7 @@ by its owner's ``make()`` at first use and kept until :func:`reset`, which retur
 to its import-time state (no slot holds anything): tests call it. The owners keep their own
 public functions (``store.held.clear()``, ``metrics.networks.loading.clear_networks()``, ...)
 and read and write through :func:`slot`, :func:`value` and :func:`put`.
-``tests/test_architecture.py`` checks that no other module holds process-wide state.
+``tests/unit/test_architecture.py`` checks that no other module holds process-wide state.
 Imports only the standard library: the ``.pth`` start-up watcher may import its users.
 """
 
