@@ -4,12 +4,14 @@ One public face for the engine, the scorers, ``analysis/`` and the CLI: the chai
 (chain.py), the layout of folders and files (layout.py), hop records and their verification
 (verify.py), per-chain locks (locks.py), the background writer (writer.py), images held for
 a scorer in the same process (held.py), failure markers of host answers (failures.py) and
-merging stores by content hash (merge.py). Nothing here imports the engine that runs chains.
+merging stores by content hash (merge.py) and the scorers' features kept by content hash and
+network (features.py). Nothing here imports the engine that runs chains.
 """
 
 from . import held
 from .chain import DIRECTIONS, Chain, ChainFailure, Direction, Kind, NotAChainError, hop_kind
 from .failures import failure_marker, failure_reason
+from .features import FEATURES, FeatureStore, feature_root, network_key
 from .layout import DEFAULT_ROOT_ENV, ArtifactStore, ChainLocation, default_root, encode_png
 from .locks import LOCK_NAME, ChainLocks
 from .merge import Conflict, MergeConflict, MergeReport, merge_stores
@@ -20,8 +22,8 @@ from .writer import StoreWriteError, StoreWriter
 
 __all__ = [
     "ArtifactStore", "Chain", "ChainCheck", "ChainFailure", "ChainLocation", "ChainLocks", "Conflict",
-    "DEFAULT_ROOT_ENV", "DIRECTIONS", "Direction", "Kind", "LOCK_NAME", "MergeConflict", "MergeReport",
+    "DEFAULT_ROOT_ENV", "DIRECTIONS", "Direction", "FEATURES", "FeatureStore", "Kind", "LOCK_NAME", "MergeConflict", "MergeReport",
     "NotAChainError", "QUARANTINE", "RECORDS", "STORE_FORMAT", "StoreWriteError", "StoreWriter", "append_record",
-    "chain_folders", "check_chain", "default_root", "encode_png", "failure_marker", "failure_reason", "held",
-    "hop_files", "hop_kind", "keeps_records", "mark_records", "merge_stores", "read_records", "read_records_checked", "sha256_file", "text_cut_summary", "verify_store",
+    "chain_folders", "check_chain", "default_root", "encode_png", "failure_marker", "failure_reason", "feature_root", "held",
+    "hop_files", "hop_kind", "keeps_records", "mark_records", "merge_stores", "network_key", "read_records", "read_records_checked", "sha256_file", "text_cut_summary", "verify_store",
 ]

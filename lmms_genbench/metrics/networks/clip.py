@@ -169,6 +169,14 @@ class CLIPTextEncoder(TextEncoder):
             outs.append(self.model.text_projection(pooled))
         return torch.cat(outs, dim=0)
 
+    def cut_flags(self, items: Sequence[str]) -> list[bool]:
+        """Per text, whether it exceeds the context (what ``encode_with_counts`` counts): the
+        feature cache stores it with each text's embedding."""
+        self._check_items(items)
+        with self._lock:
+            token_ids = self.tokenizer(list(items), add_special_tokens=False, verbose=False)["input_ids"]
+        return [len(ids) > self.max_length - 2 for ids in token_ids]
+
     def encode_with_counts(self, items: Sequence[str]) -> tuple[Any, dict[str, int]]:
         """Embeddings of ``items`` (strings) as a float32 CPU tensor N x D, and how many of
         them this call truncated or chunked."""

@@ -79,13 +79,18 @@ class SentenceEncoder(TextEncoder):
         )
         return int(getter())
 
-    def _count_truncated(self, texts: Sequence[str]) -> int:
+    def cut_flags(self, texts: Sequence[str]) -> list[bool]:
+        """Per text, whether sentence-transformers truncates it (the feature cache stores it
+        with each text's embedding)."""
         limit = getattr(self.model, "max_seq_length", None)
         if self._length_tokenizer is None or not limit:
-            return 0
+            return [False] * len(texts)
         with self._lock:
             ids = self._length_tokenizer(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
-        return sum(1 for x in ids if len(x) > limit)
+        return [len(x) > limit for x in ids]
+
+    def _count_truncated(self, texts: Sequence[str]) -> int:
+        return sum(self.cut_flags(texts))
 
     def _encode_batch(self, batch: Sequence[str], counts: dict[str, int]) -> Any:
         emb = self.model.encode(

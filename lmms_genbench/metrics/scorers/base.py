@@ -68,6 +68,7 @@ from ..functional.intervals import bootstrap_intervals, check_spec, no_interval
 from .records import ChainRecord, MetricItem, Triage, host_key, unique_records, verdict_key
 from .reports import ReportCache, no_score
 from .settings import bootstrap_settings, network_failure, settings_dict, settings_key
+from .stored import FEATURES
 
 __all__ = ["MAX_FAILED_LISTED", "NO_DATA", "TABLE_KEYS", "VERDICTS", "ChainScorer", "macro_mean", "with_stderr"]
 
@@ -291,8 +292,12 @@ class ChainScorer:
             except Exception as exc:
                 raise network_failure(exc, self.name, resolved, task)
             verdicts = report.pop(VERDICTS, None)
+            features = report.pop(FEATURES, None)
+            if features is not None:
+                logger.info("%s features: %d read from the store, %d computed; networks loaded: %s", self.name,
+                            features["from_store"], features["computed"], ", ".join(features["networks_loaded"]) or "none")
             self.add_intervals(report, resolved, boot)
-            self.write(records, report, resolved, verdicts)
+            self.write(records, report, resolved, verdicts, features)
             if not report.get("n_scored"):
                 docs = len({(r.chain_id, r.folder) for r in records})
                 where = Path(min(r.namespace for r in records)) / self.report_file
@@ -338,10 +343,11 @@ class ChainScorer:
         return list(out.values())
 
     def write(self, records: Sequence[ChainRecord], report: Mapping[str, Any], resolved: Any = None,
-              verdicts: Mapping[tuple, str | None] | None = None) -> None:
+              verdicts: Mapping[tuple, str | None] | None = None, features: Mapping[str, Any] | None = None) -> None:
         """Write the full report to each store namespace the records live in, as this
         scorer's keyed report and as the latest ``report_file``; an unwritable store
-        only logs a warning (the scores are already computed)."""
+        only logs a warning (the scores are already computed). ``features``: what the
+        scoring pass read from the store's feature cache and computed (:mod:`.stored`)."""
         failed = self.failed_docs(records, verdicts)
         tables = {k: report[k] for k in TABLE_KEYS if k in report}
         payload = {
@@ -351,6 +357,8 @@ class ChainScorer:
             "failed_docs": failed[:MAX_FAILED_LISTED],
             "failed_docs_total": len(failed),
         }
+        if features is not None:
+            payload[FEATURES] = dict(features)
         budget = text_cut_summary((Path(r.namespace) / r.folder, r.hops) for r in records)
         if budget:  # the share of drawn descriptions each text encoder cut (store.verify)
             payload["text_budget"] = budget

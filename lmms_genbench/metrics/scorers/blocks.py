@@ -33,10 +33,11 @@ def unit_rows(embeddings: Any) -> np.ndarray:
 
 
 def prefetched_blocks(
-    docs: Sequence[Any], block: int, paths: Callable[[Any], Sequence[str]]
+    docs: Sequence[Any], block: int, paths: Callable[[Any], Sequence[str]], load: Callable[[str], Any] = load_rgb
 ) -> Iterator[tuple[Sequence[Any], list[Any]]]:
     """Yield ``(docs, images)`` blocks of ``block`` docs, the images of each doc (from
-    ``paths(doc)``) concatenated in doc order. The next block is decoded in worker
+    ``paths(doc)``, each through ``load``: decoded, or the path itself for a network behind
+    the feature cache) concatenated in doc order. The next block is decoded in worker
     threads (PIL releases the GIL) while the caller encodes the current one."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -45,7 +46,7 @@ def prefetched_blocks(
 
         def submit(start):
             chunk = docs[start : start + block]
-            return chunk, [pool.submit(load_rgb, p) for rec in chunk for p in paths(rec)]
+            return chunk, [pool.submit(load, p) for rec in chunk for p in paths(rec)]
 
         pending = submit(starts[0]) if starts else None
         for i in range(len(starts)):
@@ -80,6 +81,7 @@ def parallel_blocks(
     paths: Callable[[Any], Sequence[str]],
     work: Callable[[Sequence[Any], list[Any]], Any],
     workers: int,
+    load: Callable[[str], Any] = load_rgb,
 ) -> Iterator[tuple[Sequence[Any], Any]]:
     """Yield ``(docs, work(docs, images))`` for blocks of ``block`` docs, in order.
 
@@ -88,7 +90,7 @@ def parallel_blocks(
     per thread in flight; the blocks are the same as with one worker, so ``work`` sees the
     same batches (and a network returns the same numbers for them)."""
     if workers <= 1:
-        for chunk, images in prefetched_blocks(docs, block, paths):
+        for chunk, images in prefetched_blocks(docs, block, paths, load):
             yield chunk, work(chunk, images)
         return
     from collections import deque
@@ -96,7 +98,7 @@ def parallel_blocks(
 
     def task(start: int) -> tuple[Sequence[Any], Any]:
         chunk = docs[start : start + block]
-        return chunk, work(chunk, [load_rgb(p) for rec in chunk for p in paths(rec)])
+        return chunk, work(chunk, [load(p) for rec in chunk for p in paths(rec)])
 
     starts = iter(range(0, len(docs), block))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="genbench-score") as pool:

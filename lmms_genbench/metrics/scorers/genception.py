@@ -31,6 +31,7 @@ from .base import NO_DATA, ChainScorer, macro_mean, with_stderr
 from .blocks import bar_blocks, prefetched_blocks, unit_rows
 from .records import ChainRecord
 from .settings import resolve_device_and_batch, resolve_dtype
+from .stored import FEATURES, FeatureSource, network_identity
 
 logger = logging.getLogger(__name__)
 
@@ -181,12 +182,15 @@ class GenCeptionScorer(ChainScorer):
                 cat.n_failed += 1
             else:
                 by_category.setdefault(_category(rec), []).append((rec, prepared))
-        encoder, fid_extractor = _networks(settings) if by_category else (None, None)
+        # networks behind the store's feature cache: loaded only if an image's features are missing
+        source = FeatureSource.for_namespaces([r.namespace for r, _ in triage.ready])
+        encoder, fid_extractor = _networks(settings, source)
         block = max(1, settings.batch_size // (T + 1))
         per_doc: list[tuple[str, str, np.ndarray]] = []  # (chain id, category, s@1..T): the doc table
         for name, docs in by_category.items():
-            per_doc += _score_category(name, docs, categories[name], encoder, fid_extractor, T, block)
+            per_doc += _score_category(name, docs, categories[name], encoder, fid_extractor, T, block, source.load)
         report = _category_report(categories, settings, T)
+        report[FEATURES] = source.summary()
         report["failure_reasons"] = dict(triage.failures)
         report["doc_scores"] = _doc_scores(per_doc, T)
         report["verdicts"] = triage.reasons()
@@ -235,22 +239,29 @@ class GenCeptionScorer(ChainScorer):
         return {"summary": summary, "categories": categories}
 
 
-def _networks(settings: GenCeptionSettings) -> tuple[Any, Any]:
-    """The similarity encoder, and the FID feature network or None when FID is off."""
+def _networks(settings: GenCeptionSettings, source: FeatureSource) -> tuple[Any, Any]:
+    """The similarity encoder, and the FID feature network or None when FID is off, each
+    loaded at its first missing feature (:mod:`.stored`)."""
     from ..networks.encoders import get_image_encoder
     from ..networks.inception import get_fid_extractor
 
-    encoder = get_image_encoder(
-        settings.image_encoder, device=settings.device, batch_size=settings.batch_size, dtype=settings.dtype
+    device, batch, dtype = settings.device, settings.batch_size, settings.dtype
+    encoder = source.network(
+        settings.image_encoder, network_identity("image", settings.image_encoder, device=device, dtype=dtype),
+        lambda: get_image_encoder(settings.image_encoder, device=device, batch_size=batch, dtype=dtype), "image",
     )
     if not settings.fid_features:
         return encoder, None
-    return encoder, get_fid_extractor(settings.fid_features, device=settings.device, batch_size=settings.batch_size)
+    # the FID network stays float32 (networks.inception)
+    return encoder, source.network(
+        settings.fid_features, network_identity("fid", settings.fid_features, device=device),
+        lambda: get_fid_extractor(settings.fid_features, device=device, batch_size=batch), "image",
+    )
 
 
 def _score_category(
     name: str, docs: Sequence[tuple[ChainRecord, list[str]]], cat: CategoryScore, encoder: Any, fid_extractor: Any,
-    T: int, block: int,
+    T: int, block: int, load: Any,
 ) -> list[tuple[str, str, np.ndarray]]:
     """Encode one category's chains block by block into ``cat`` (GC@T and s@t sums, FID per t
     against the seeds); returns each chain's ``(chain id, category, s@1..T)``."""
@@ -261,8 +272,8 @@ def _score_category(
     cat.s_sums = np.zeros(T, dtype=np.float64)
     fid_stats = [FrechetStats() for _ in range(T + 1)]
     bar = progress(desc=f"GenCeption {name}", total=len(docs), unit="doc")
-    for chunk, images in bar_blocks(bar, prefetched_blocks(docs, block, lambda item: item[1])):
-        emb = unit_rows(encoder.encode(images)).reshape(len(chunk), T + 1, -1)
+    for chunk, images in bar_blocks(bar, prefetched_blocks(docs, block, lambda item: item[1], load)):
+        emb = unit_rows(_seeds_apart(encoder.encode, images, len(chunk), T))
         sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
         per_doc += [(rec.chain_id, name, row) for (rec, _), row in zip(chunk, sims)]
         for row in sims:
@@ -270,6 +281,8 @@ def _score_category(
             cat.s_sums += row
             cat.n_scored += 1
         if fid_extractor is not None:
+            # one call for the whole block: the Inception's rows move with their batch (4e-9 of
+            # gc_fid@3 on the CPU), and the pinned smoke FID must not move
             feats = fid_extractor.features(images).reshape(len(chunk), T + 1, -1)
             for t in range(T + 1):
                 fid_stats[t].update(feats[:, t])
@@ -280,6 +293,16 @@ def _score_category(
         cat.fids = [seeds.fid(fid_stats[t]) if seeds else math.nan for t in range(1, T + 1)]
     bar.close()
     return per_doc
+
+
+def _seeds_apart(network: Any, images: list[Any], n: int, T: int) -> np.ndarray:
+    """``network`` of a block's images (each doc's seed, then its T redraws) as n x (T + 1) x D,
+    the seeds in one call and the redraws in another: a seed's features are then a call of
+    their own, which another describer x generator pair finds stored (:mod:`.stored`)."""
+    seeds = network(images[:: T + 1])
+    redraws = network([im for i, im in enumerate(images) if i % (T + 1)])
+    seeds, redraws = (x.detach().float().cpu().numpy() if hasattr(x, "detach") else np.asarray(x) for x in (seeds, redraws))
+    return np.concatenate([seeds.reshape(n, 1, -1), redraws.reshape(n, T, -1)], axis=1)
 
 
 def _category_report(categories: Mapping[str, CategoryScore], settings: GenCeptionSettings, T: int) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from .blocks import parallel_blocks, scoring_workers, unit_rows
 from .mcd_report import DIRECTIONS, DriftSums, drift_estimators, drift_report, source_table
 from .records import ChainRecord, doc_means
 from .settings import resolve_device_and_batch, resolve_dtype
+from .stored import FEATURES, FeatureSource, network_identity
 
 __all__ = ["DIRECTIONS", "MAPPINGS", "MCD", "DriftSettings", "MCDScorer", "source_table"]
 
@@ -301,33 +302,43 @@ class MCDScorer(ChainScorer):
             by_direction[chain.direction].append(chain)
         sums = DriftSums()
         workers = scoring_workers(settings.device)  # threads over blocks: every core
+        # networks behind the store's feature cache: loaded only if an item's features are missing
+        source = FeatureSource.for_namespaces([r.namespace for r, _ in triage.ready])
         for direction, chains in by_direction.items():
             if chains:
-                _score_direction(direction, chains, settings, G, workers, sums)
+                _score_direction(direction, chains, settings, G, workers, sums, source)
         n_failed = Counter(_source(rec) for rec, _ in triage.refused)
         report = drift_report(sums, n_failed, triage.failures, G, settings.clip_long_text)
         report["verdicts"] = triage.reasons()
+        report[FEATURES] = source.summary()
         if triage.failures:
             logger.warning("MCD: %d chains not scored: %s", report["n_failed"], dict(triage.failures))
         return report
 
 
-def _encoders(direction: str, settings: DriftSettings, n_same: int) -> tuple[Any, Any, Any, tuple]:
+def _encoders(direction: str, settings: DriftSettings, n_same: int, source: FeatureSource) -> tuple[Any, Any, Any, tuple]:
     """The three encoders of a direction's chains, ``(same modality or None when no even g is
-    scored, CLIP of the input, CLIP of the other modality)``, and the text role each counts as."""
+    scored, CLIP of the input, CLIP of the other modality)``, and the text role each counts as;
+    each behind the feature cache, loaded at its first missing item (:mod:`.stored`)."""
     from ..networks.encoders import get_image_encoder, get_text_encoder
 
     enc_args = {"device": settings.device, "batch_size": settings.batch_size, "dtype": settings.dtype}
     clip_text = {"long_text": settings.clip_long_text}
+    where = {"device": settings.device, "dtype": settings.dtype}
+
+    def image(spec: str) -> Any:
+        return source.network(spec, network_identity("image", spec, **where),
+                              lambda: get_image_encoder(spec, **enc_args), "image")
+
+    def text(spec: str, **options: Any) -> Any:
+        return source.network(spec, network_identity("text", spec, **where, **options),
+                              lambda: get_text_encoder(spec, **options, **enc_args), "text")
+
     if _LAYOUT[direction][0] == "text":
-        same = get_text_encoder(settings.text_encoder, **enc_args) if n_same else None
-        clip_in = get_text_encoder(settings.clip, **clip_text, **enc_args)
-        clip_out = get_image_encoder(settings.clip, **enc_args)
-        return same, clip_in, clip_out, ("sentence", "clip", None)
-    same = get_image_encoder(settings.dino, **enc_args) if n_same else None
-    clip_in = get_image_encoder(settings.clip, **enc_args)
-    clip_out = get_text_encoder(settings.clip, **clip_text, **enc_args)
-    return same, clip_in, clip_out, (None, None, "clip")
+        same = text(settings.text_encoder) if n_same else None
+        return same, text(settings.clip, **clip_text), image(settings.clip), ("sentence", "clip", None)
+    same = image(settings.dino) if n_same else None
+    return same, image(settings.clip), text(settings.clip, **clip_text), (None, None, "clip")
 
 
 def _block_similarities(direction: str, encoders: tuple, G: int) -> Callable[[Sequence[_Chain], list[Any]], tuple]:
@@ -360,14 +371,15 @@ def _block_similarities(direction: str, encoders: tuple, G: int) -> Callable[[Se
 
 
 def _score_direction(
-    direction: str, chains: Sequence[_Chain], settings: DriftSettings, G: int, workers: int, sums: DriftSums
+    direction: str, chains: Sequence[_Chain], settings: DriftSettings, G: int, workers: int, sums: DriftSums,
+    source: FeatureSource,
 ) -> None:
     """Encode the chains of one direction block by block and add their similarities to ``sums``."""
-    encoders = _encoders(direction, settings, G // 2)
+    encoders = _encoders(direction, settings, G // 2, source)
     work = _block_similarities(direction, encoders, G)
     block = max(1, settings.batch_size // len(chains[0].image_paths()))
     with progress(desc=f"MCD {direction} chains", total=len(chains), unit="chain") as bar:
-        for chunk, (rows, counts) in parallel_blocks(chains, block, _Chain.image_paths, work, workers):
+        for chunk, (rows, counts) in parallel_blocks(chains, block, _Chain.image_paths, work, workers, source.load):
             sums.add(direction, chunk, rows, counts)
             bar.update(len(chunk))
 

@@ -106,6 +106,7 @@ def test_mcd_threads_over_blocks_give_the_same_report(tmp_path, monkeypatch):
     """Every block is the batch one thread would make: the report is identical, counts included."""
     import lmms_genbench.metrics.scorers.mcd as mcd
 
+    monkeypatch.setenv("LMMS_GENBENCH_FEATURE_CACHE", "0")  # both passes compute (the second would read the first's)
     records = _drift_chains(tmp_path, 3)
     settings = MCD.resolve({"preset": "smoke", "batch_size": 2})  # 1 doc per block: 3 blocks per direction
     monkeypatch.setattr(mcd, "scoring_workers", lambda device: 1)

@@ -1,0 +1,128 @@
+"""The store's feature cache (store/features.py): a hit returns the very bytes stored, another
+identity misses, a damaged file is a miss (never trusted) and is rewritten, writers racing on
+one file leave a whole one."""
+
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+
+from lmms_genbench.store import FEATURES, STORE_FORMAT, FeatureStore, feature_root, network_key
+
+IDENTITY = {"role": "image", "spec": "tiny-vit", "weights": {"seeded": "tiny-vit"}, "device": "cpu",
+            "dtype": "float32", "options": {}}
+ITEM = "ab" + "0" * 62
+
+
+def _row(seed=0, dim=32):
+    return np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+
+
+def test_a_stored_row_comes_back_bit_for_bit_with_its_extras(tmp_path):
+    store = FeatureStore(tmp_path, IDENTITY)
+    assert store.get(ITEM) is None
+    row = _row()
+    assert store.put(ITEM, row, {"kind": "truncated", "cut": True})
+    again = FeatureStore(tmp_path, dict(IDENTITY))  # another process's view: same key, same file
+    array, extras = again.get(ITEM)
+    assert array.dtype == np.float32 and array.tobytes() == row.tobytes()
+    assert extras == {"kind": "truncated", "cut": True}
+    assert store.path(ITEM) == tmp_path / store.key / "ab" / f"{ITEM}.feat"
+    assert (tmp_path / store.key / "identity.json").is_file()
+
+
+@pytest.mark.parametrize("change", [
+    {"dtype": "bfloat16"}, {"device": "cuda"}, {"spec": "tiny-clip"}, {"options": {"long_text": "chunk_mean"}},
+    {"weights": {"hub": "google/vit-base-patch16-224-in21k", "commit": "abc"}}, {"role": "fid"},
+])
+def test_another_network_or_setting_misses(tmp_path, change):
+    FeatureStore(tmp_path, IDENTITY).put(ITEM, _row())
+    other = FeatureStore(tmp_path, {**IDENTITY, **change})
+    assert other.key != network_key(IDENTITY)
+    assert other.get(ITEM) is None
+
+
+def _damage(path, how):
+    blob = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(blob[:-7])
+    elif how == "flipped":
+        path.write_bytes(blob[:-1] + bytes([blob[-1] ^ 1]))
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "header":
+        path.write_bytes(blob.replace(b'"item"', b'"iten"', 1))
+    elif how == "other item":  # a whole, valid file copied under another item's name
+        head = blob.split(b"\n", 2)
+        path.write_bytes(head[0] + b"\n" + head[1].replace(ITEM.encode(), b"cd" + b"0" * 62) + b"\n" + head[2])
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "empty", "header", "other item"])
+def test_a_damaged_file_is_a_miss_and_is_rewritten(tmp_path, how):
+    store = FeatureStore(tmp_path, IDENTITY)
+    store.put(ITEM, _row())
+    _damage(store.path(ITEM), how)
+    assert store.get(ITEM) is None and store.corrupt == 1
+    store.put(ITEM, _row(1))
+    assert store.get(ITEM)[0].tobytes() == _row(1).tobytes()
+
+
+def test_an_unwritable_store_says_so_and_scoring_goes_on(tmp_path):
+    (tmp_path / "ro").write_text("a file where the folder would go")
+    assert FeatureStore(tmp_path / "ro", IDENTITY).put(ITEM, _row()) is False
+
+
+def _hammer(root, rounds):
+    store = FeatureStore(root, IDENTITY)
+    for r in range(rounds):
+        for k in range(8):  # every writer computes the same rows, as two runs on one store do
+            item = f"{k:02d}" + "0" * 62
+            if r % 2:
+                store.path(item).unlink(missing_ok=True)  # and rewrites them, racing the others
+            store.put(item, _row(k))
+
+
+def test_writers_racing_on_one_store_leave_whole_files(tmp_path):
+    """Two processes and two threads write the same items while a reader reads: every read is
+    absent or the whole row, never a part, and nothing is found corrupt."""
+    rows = [_row(k).tobytes() for k in range(8)]
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_hammer, args=(tmp_path, 100)) for _ in range(2)]
+    threads = [threading.Thread(target=_hammer, args=(tmp_path, 100)) for _ in range(2)]
+    for worker in procs + threads:
+        worker.start()
+    reader = FeatureStore(tmp_path, IDENTITY)
+    seen = 0
+    while any(p.is_alive() for p in procs) or any(t.is_alive() for t in threads):
+        for k in range(8):
+            found = reader.get(f"{k:02d}" + "0" * 62)
+            if found is not None:
+                assert found[0].tobytes() == rows[k]
+                seen += 1
+    for worker in procs + threads:
+        worker.join()
+    assert all(p.exitcode == 0 for p in procs)
+    assert reader.corrupt == 0 and seen > 0
+    assert not [p for p in reader.folder.rglob("*.tmp")]  # no temporary file left behind
+
+
+def test_an_item_computed_with_other_bytes_is_never_served_again(tmp_path):
+    """A network whose row for an item depends on the rest of its batch: the item is marked
+    unstable, so every batch holding it is computed as without the cache."""
+    store = FeatureStore(tmp_path, IDENTITY)
+    store.put(ITEM, _row(0))
+    store.put(ITEM, _row(0))  # the same bytes: still served
+    assert store.get(ITEM)[0].tobytes() == _row(0).tobytes()
+    store.put(ITEM, _row(0) + np.float32(1e-7))
+    assert store.get(ITEM) is None and store.corrupt == 0
+    store.put(ITEM, _row(0))
+    assert store.get(ITEM) is None  # stays unstable
+
+
+def test_features_live_at_the_store_root_of_an_engine_namespace(tmp_path):
+    namespace = tmp_path / "describer" / "generator" / "protocol"
+    namespace.mkdir(parents=True)
+    assert feature_root(namespace) == namespace / FEATURES  # no format marker: not known to be a store's
+    (namespace / STORE_FORMAT).write_text('{"records": 1}\n')
+    assert feature_root(namespace) == tmp_path / FEATURES  # shared by every describer x generator pair
