@@ -392,6 +392,27 @@ def _variants(recipe: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(v) for v in variants]
 
 
+def check(recipe: Mapping[str, Any]) -> None:
+    """Raise on what is wrong with ``recipe`` itself, whatever the doc: such an error is the
+    same for every doc and stops the task, while :func:`render`'s other errors belong to one doc."""
+    inferencer = recipe.get("inferencer", "multiturn")
+    if inferencer not in INFERENCERS:
+        raise ValueError(f"recipe inferencer must be one of {INFERENCERS}, got {inferencer!r}")
+    from .results import FAMILIES
+
+    lookup(FAMILIES, recipe.get("desideratum", "accuracy"), "recipe desideratum")
+    spec = _scenario(recipe)
+    if "fixed_options" not in spec and not isinstance(spec.get("options"), (str, Sequence)):
+        raise ValueError("scenario mapping needs 'options' (a list field or a list of columns) or 'fixed_options'")
+    if spec.get("answer_type", "index") not in ("index", "letter", "text"):
+        raise ValueError(f"scenario answer_type must be index, letter or text, got {spec['answer_type']!r}")
+    modulo = spec.get("group_modulo")
+    if spec.get("group") and modulo is not None and (not isinstance(modulo, int) or isinstance(modulo, bool) or modulo < 1):
+        raise ValueError(f"scenario group_modulo must be a positive integer, got {modulo!r}")
+    _instruction(recipe)
+    _variants(recipe)
+
+
 def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     """The request payload for one document: the shared fields and one entry per variant.
 

@@ -247,6 +247,8 @@ class ChefModel(lmms):
                 payload = json.loads(context)
                 if payload.get("chef") != 1:
                     raise ValueError("context is not a chef payload")
+                if payload.get("error"):  # the task could not render this doc
+                    raise ValueError(payload["error"])
                 images = _slots(doc_to_visual(self.task_dict[task][split][doc_id]), payload)
                 gen_kwargs = gen_kwargs or {}
                 cot_tokens = optional_int("cot_max_new_tokens", gen_kwargs.get("cot_max_new_tokens")) or self.cot_max_new_tokens
