@@ -294,8 +294,10 @@ class ChainScorer:
             verdicts = report.pop(VERDICTS, None)
             features = report.pop(FEATURES, None)
             if features is not None:
-                logger.info("%s features: %d read from the store, %d computed; networks loaded: %s", self.name,
-                            features["from_store"], features["computed"], ", ".join(features["networks_loaded"]) or "none")
+                from ...generators.common import log_info  # shown at lmms-eval's INFO too
+
+                log_info(logger, "%s features: %d read from the store, %d computed; networks loaded: %s", self.name,
+                         features["from_store"], features["computed"], ", ".join(features["networks_loaded"]) or "none")
             self.add_intervals(report, resolved, boot)
             self.write(records, report, resolved, verdicts, features)
             if not report.get("n_scored"):
