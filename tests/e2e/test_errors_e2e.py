@@ -1,7 +1,7 @@
 """Errors a person can act on, through the real ``lmms-eval`` command: a model or scorer network
 that does not load, a task run on the wrong model type, a task that produced no score. Each ends
-with one line naming the cause and the fix, with no retried (RetryError) traceback (the lmms-
-genbench subcommands and the line itself: tests/unit/core/test_errors.py)."""
+with one line naming the cause and the fix, with no retried (RetryError) traceback (the
+lmms-genbench subcommands and the line itself: tests/unit/core/test_errors.py)."""
 
 import json
 

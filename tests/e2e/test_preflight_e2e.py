@@ -14,8 +14,6 @@ from tests.support.lmms_eval_runs import BIN, HEADLINE, NOWHERE, nonblank_lines,
 from tests.support.localhub.server import NOT_ACCEPTED
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
 CPU = ",describer.device=cpu,generator.device=cpu"
 
 
