@@ -5,7 +5,6 @@ lmms-genbench subcommands and the line itself: tests/unit/core/test_errors.py)."
 
 import json
 
-import pytest
 from PIL import Image
 
 from tests.support.lmms_eval_runs import BIN, last_line, results_file, run

@@ -12,8 +12,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from tests.support.lmms_eval_runs import PTH_LINE, ROOT, offline_env
 
 

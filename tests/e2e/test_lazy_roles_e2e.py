@@ -5,8 +5,6 @@ same; the same arguments over an empty store fail with the describer's one line.
 
 import json
 
-import pytest
-
 from tests.support.lmms_eval_runs import BIN, results_file, run
 
 

@@ -6,7 +6,6 @@ import os
 import shlex
 import subprocess
 
-import pytest
 from PIL import Image
 
 from lmms_genbench.metrics.functional.chef import DESIDERATA

@@ -9,8 +9,6 @@ import os
 import signal
 import subprocess
 
-import pytest
-
 from tests.support.lmms_eval_runs import BIN, offline_env, results_file
 from tests.support.openai_stub import StubHandler, chat_completion, serve
 

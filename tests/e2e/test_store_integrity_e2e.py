@@ -1,7 +1,6 @@
 """Chain locks hold under lmms-eval's filelock patch, in a child process that imports lmms-eval's
 evaluator (the in-process checks: tests/unit/store/test_store_integrity.py)."""
 
-import pytest
 
 
 # a child process that imports lmms-eval's evaluator: 15 s

@@ -14,7 +14,6 @@ import json
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.support.lmms_eval_runs import BIN, results_file, run

@@ -7,8 +7,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from lmms_genbench.smoke.host_image import TINY_IMAGE_MODEL
 
 from tests.support.lmms_eval_runs import offline_env, results_file

@@ -13,8 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.support.host_lint import host_lint
 from tests.support.lmms_eval_runs import BIN, PTH_LINE, results_file, run
 from tests.support.score_pins import EXACT_REL, mismatches, pins, tolerance

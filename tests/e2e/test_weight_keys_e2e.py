@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 
 def test_a_legacy_store_is_reused_through_the_lmms_eval_command(tmp_path):

@@ -4,8 +4,6 @@ elsewhere; and that noise allowance still catches a real change of formula."""
 import dataclasses
 import shutil
 
-import pytest
-
 from tests.support.score_pins import DRIFT_REL, mismatches, pins, tolerance
 from tests.support.smoke_run import SMOKE_TASKS
 
