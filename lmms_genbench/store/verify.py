@@ -306,7 +306,7 @@ def chain_folders(root: Path):
     """Every chain folder under ``root``: a folder holding hop files or hop records."""
     root = Path(root)
     for directory, subdirs, files in os.walk(root):
-        subdirs[:] = [d for d in subdirs if d != QUARANTINE]
+        subdirs[:] = [d for d in subdirs if d not in (QUARANTINE, ".features")]  # features.FEATURES: no chains there
         if RECORDS in files or any(f[:3].isdigit() and f[3:] in (".png", ".txt") for f in files):
             yield Path(directory)
 

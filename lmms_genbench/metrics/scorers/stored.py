@@ -136,6 +136,7 @@ class FeatureSource:
         self.loaded: list[str] = []
         self._stores: list[FeatureStore] = []
         self._written: set[tuple[str, str]] = set()
+        self._hashes: dict[tuple[str, int, int], str] = {}
 
     @classmethod
     def for_namespaces(cls, namespaces: Sequence[str]) -> FeatureSource:
@@ -166,6 +167,19 @@ class FeatureSource:
     def _loaded(self, name: str) -> None:
         with self._lock:
             self.loaded.append(name)
+
+    def file_key(self, path: str | os.PathLike) -> str:
+        """An image file's sha256, hashed once per pass for all the networks that read it (by
+        path, size and modification time: a file replaced meanwhile is hashed again)."""
+        st = os.stat(path)
+        stamp = (os.fspath(path), st.st_size, st.st_mtime_ns)
+        with self._lock:
+            known = self._hashes.get(stamp)
+        if known is None:
+            known = _file_sha256(path)
+            with self._lock:
+                self._hashes[stamp] = known
+        return known
 
     def _wrote(self, store: FeatureStore, keys: Sequence[str]) -> None:
         with self._lock:
@@ -243,7 +257,7 @@ class StoredNetwork:
         if self.modality == "image":
             if not isinstance(item, (str, os.PathLike)):
                 return None
-            return _file_sha256(item)
+            return self._source.file_key(item)
         return hashlib.sha256(item.encode("utf-8")).hexdigest() if isinstance(item, str) else None
 
     def _rows(self, items: Sequence[Any], method: str) -> tuple[np.ndarray, dict[str, int]]:
