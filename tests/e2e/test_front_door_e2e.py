@@ -19,8 +19,6 @@ from docs without their Image columns).
 
 import json
 
-import pytest
-
 from tests.support.lmms_eval_runs import BIN, response, results_file, run, samples
 
 
@@ -40,9 +38,10 @@ FETCHED = (
     "/google/vit-base-patch16-224-in21k/resolve/",
     "/openai/clip-vit-base-patch32/resolve/",
     "/sentence-transformers/all-mpnet-base-v2/resolve/",
+    "/facebook/dino-vitb16/resolve/",
 )
-# not fetched: facebook/dino-vitb16 (image->image). sdp_nocaps lists every text-first doc before
-# the image-first ones (utils.both_directions), so --limit 3 draws text-first chains only
+# sdp_nocaps lists a pair's two directions side by side (utils.both_directions), so --limit 3 draws
+# both text-first and image-first chains, and image->image needs facebook/dino-vitb16
 
 
 def test_the_headline_command_through_the_local_hub(local_hub, tmp_path):
@@ -61,7 +60,8 @@ def test_the_headline_command_through_the_local_hub(local_hub, tmp_path):
     assert results["results"]["mmeception"]["gc@3,none"] is not None
     mcd = results["results"]["sdp_nocaps"]
     assert mcd["mcd_avg,none"] is not None and mcd["mcd_text->text,none"] is not None
-    assert mcd["mcd_image->image,none"] is None  # no image-first chain within --limit 3 (see above)
+    # both directions within --limit 3 (see above): every mapping is scored
+    assert all(mcd[f"mcd_{m},none"] is not None for m in ("text->text", "image->image", "text->image", "image->text"))
     served = [(path, status) for _, path, status in local_hub.requests[first:] if status in (200, 206, 302)]
     missing = [prefix for prefix in FETCHED if not any(p.startswith(prefix) for p, _ in served)]
     assert not missing, f"never fetched from the hub: {missing}"

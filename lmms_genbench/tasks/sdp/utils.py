@@ -39,14 +39,16 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
 
 
 def both_directions(dataset):
-    """Two docs per pair, one per chain direction (images are not decoded)."""
+    """Two docs per pair, one per chain direction, next to each other (images are not decoded):
+    ``--limit N`` then runs both directions of the first pairs, so every mapping gets chains."""
     import datasets
 
     halves = []
     for direction in DIRECTIONS:
         half = dataset.add_column("direction", [direction] * len(dataset))
         halves.append(half.add_column("chain_id", [f"{p}#{direction}" for p in dataset["pair_id"]]))
-    return datasets.concatenate_datasets(halves)
+    n = len(dataset)
+    return datasets.concatenate_datasets(halves).select([i + d * n for i in range(n) for d in range(len(halves))])
 
 
 def nd400_docs(dataset):

@@ -75,6 +75,18 @@ def _write_vit(folder: Path) -> None:
     vit.processor.save_pretrained(folder)
 
 
+def _write_dino(folder: Path) -> None:
+    """The tiny ViT tower at DINO's geometry (224 px, patch 16): the DINO scorer feeds 224 x 224
+    crops as the authors' transform does, whatever the processor says."""
+    from transformers import ViTConfig, ViTModel
+
+    from lmms_genbench.smoke.vision import TINY_TOWER, seeded, tiny_vit
+
+    config = ViTConfig(**{**TINY_TOWER, "image_size": 224, "patch_size": 16}, intermediate_size=37)
+    seeded(0, lambda: ViTModel(config)).eval().save_pretrained(folder)
+    tiny_vit(0).processor.save_pretrained(folder)
+
+
 def _write_clip(folder: Path) -> None:
     from lmms_genbench.smoke.vision import tiny_clip
 
@@ -126,7 +138,7 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "stabilityai/stable-diffusion-xl-base-1.0": _smoke_family("sdxl"),
     # scorers: GenCeption's ViT (paper preset), MCD's CLIP, DINO and sentence encoder
     "google/vit-base-patch16-224-in21k": _saved("vit", _write_vit),
-    "facebook/dino-vitb16": _saved("vit", _write_vit),
+    "facebook/dino-vitb16": _saved("dino", _write_dino),
     "openai/clip-vit-base-patch32": _saved("clip", _write_clip),
     "sentence-transformers/all-mpnet-base-v2": _saved("sentence", _write_sentence),
 }
