@@ -47,6 +47,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # tiny networks: threads only contend
 os.environ.setdefault("VERBOSITY", "WARNING")  # our progress bars would bury the figures
+os.environ.setdefault("LMMS_GENBENCH_FEATURE_CACHE", "0")  # time the networks, not the stored features
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 GOALS = {"qwen2_vl": 3.0, "llava_hf": 2.0}  # median ours/authors (issue 14)

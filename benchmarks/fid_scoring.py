@@ -36,6 +36,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # as the smoke preset runs: tiny networks, one thread
+os.environ.setdefault("LMMS_GENBENCH_FEATURE_CACHE", "0")  # time the networks, not the stored features
 
 
 # --------------------------------------------------------------------------- the code before

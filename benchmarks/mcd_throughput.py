@@ -50,6 +50,7 @@ from contextlib import contextmanager
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # the smoke networks' setting (models/cycle.py); the authors' arm probes both
+os.environ.setdefault("LMMS_GENBENCH_FEATURE_CACHE", "0")  # time the networks, not the stored features
 
 # caption-like vocabulary; texts are recombined from it
 _VOCABULARY = (
