@@ -46,8 +46,9 @@ from ..functional.intervals import doc_table
 from ..networks.common import check_batch_size, check_device, check_dtype
 from ...core.progress import progress
 from .base import ChainScorer, with_stderr
-from .blocks import bar_blocks, prefetched_blocks
+from .blocks import bar_blocks, load_rgb, prefetched_blocks
 from .records import ChainRecord, doc_means
+from .stored import FEATURES, FeatureSource
 from .settings import resolve_device_and_batch, resolve_dtype
 
 __all__ = ["ENV_COLOR_CLIP", "ENV_DETECTOR", "ENV_RULES", "MGG", "MGGScorer", "MGGSettings"]
@@ -191,6 +192,8 @@ class MGGScorer(ChainScorer):
         """
         from ..networks.detection import evaluate_images, get_color_classifier, get_detector
 
+        from .stored_geneval import StoredGenEval
+
         G = length
         triage = self.triage(records, G, lambda r: r.chain_id)
         failures = triage.failures
@@ -200,24 +203,33 @@ class MGGScorer(ChainScorer):
 
         rules = settings.geneval_rules
         stats = GenEvalStats()
+        # networks behind the store's feature cache (detections, crop colours): loaded only at a
+        # missing item; adapters handed in (tests) are called as they are
+        source = FeatureSource.for_namespaces([r.namespace for r, _ in triage.ready])
+        stored = StoredGenEval(source, settings) if detector is None and color_classifier is None else None
         if ready:
-            detector = detector or get_detector(settings.detector, device=settings.device, dtype=settings.dtype)
-            needs_color = any("color" in req for meta, _ in ready for req in meta["include"])
-            if needs_color and color_classifier is None:
-                color_classifier = get_color_classifier(
-                    settings.color_classifier, device=settings.device, batch_size=settings.batch_size,
-                    dtype=settings.dtype,
-                )
+            if stored is None:
+                detector = detector or get_detector(settings.detector, device=settings.device, dtype=settings.dtype)
+                needs_color = any("color" in req for meta, _ in ready for req in meta["include"])
+                if needs_color and color_classifier is None:
+                    color_classifier = get_color_classifier(
+                        settings.color_classifier, device=settings.device, batch_size=settings.batch_size,
+                        dtype=settings.dtype,
+                    )
             block = max(1, settings.batch_size // max(1, len(_image_generations(G))))
             bar = progress(desc="MGG chains", total=len(ready), unit="chain")
-            blocks = prefetched_blocks(ready, block, lambda item: [p for _, p in item[1]])
+            load = source.load if stored is not None else load_rgb  # paths: an image is decoded only if missing
+            blocks = prefetched_blocks(ready, block, lambda item: [p for _, p in item[1]], load)
             for chunk, images in bar_blocks(bar, blocks):
                 # the block's pictures go to the detector together (one batched call)
                 metas = [meta for meta, drawn in chunk for _ in drawn]
                 drawn_at = [g for _meta, drawn in chunk for g, _path in drawn]
-                results = evaluate_images(
-                    images, metas, detector=detector, color_classifier=color_classifier, rules=rules
-                )
+                if stored is not None:
+                    results = stored.evaluate(images, metas, rules)
+                else:
+                    results = evaluate_images(
+                        images, metas, detector=detector, color_classifier=color_classifier, rules=rules
+                    )
                 for g, result in zip(drawn_at, results):
                     stats.add_result(result, generation=g)
                     verdicts.append(result.correct)
@@ -243,6 +255,8 @@ class MGGScorer(ChainScorer):
         report["counts"] = stats.to_dict()["counts"]
         report["doc_scores"] = _doc_scores(ids, [meta["tag"] for meta, _ in ready], verdicts, _image_generations(G))
         report["verdicts"] = triage.reasons()
+        if stored is not None:
+            report[FEATURES] = source.summary()
         if failures:
             logger.warning("MGG: %d chains not scored: %s", report["n_failed"], dict(failures))
         return report

@@ -219,6 +219,11 @@ class StoredNetwork:
         self._network: Any = None
         self._lock = threading.Lock()
 
+    @property
+    def store(self) -> FeatureStore | None:
+        """Where its items are kept; None: not cached (the cache off, or no identity)."""
+        return self._store
+
     def network(self) -> Any:
         """The network, loaded at the first call that needs it."""
         with self._lock:
