@@ -53,9 +53,13 @@ __all__ = [
 ]
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: str | os.PathLike) -> str:
+    """The file's sha256, read in 1 MiB blocks (hops, and the files scoring keys features by)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def append_record(directory: Path, hop: int, sha: str, input_sha: str | None, note: dict | None = None,

