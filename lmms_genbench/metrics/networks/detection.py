@@ -29,7 +29,7 @@ from ..functional.geneval import (
     validate_metadata,
 )
 
-__all__ = ['CLIPColorClassifier', 'ColorClassifier', 'Detector', 'OWLv2Detector', 'build_color_classifier', 'build_detector', 'clear_geneval_cache', 'evaluate_image', 'evaluate_images', 'get_color_classifier', 'get_detector']
+__all__ = ['CLIPColorClassifier', 'ColorClassifier', 'Detector', 'OWLv2Detector', 'build_color_classifier', 'build_detector', 'clear_geneval_cache', 'detect_all', 'evaluate_image', 'evaluate_images', 'get_color_classifier', 'get_detector', 'queried_classes']
 
 
 @runtime_checkable
@@ -333,6 +333,19 @@ def evaluate_image(
     )
 
 
+def queried_classes(meta: Mapping[str, Any]) -> list[str]:
+    """The classes a (validated) metadata entry asks the detector for: included, then
+    excluded, each once."""
+    return list(dict.fromkeys([r["class"] for r in meta["include"]] + [r["class"] for r in meta["exclude"]]))
+
+
+def detect_all(detector: Any, pictures: Sequence[Any], classes: Sequence[Sequence[str]]) -> list[Any]:
+    """Each picture's detections of its classes: one ``detect_batch`` call where the detector
+    has one (:class:`OWLv2Detector`), else ``detect`` per picture."""
+    batch = getattr(detector, "detect_batch", None)
+    return batch(pictures, classes) if callable(batch) else [detector.detect(p, c) for p, c in zip(pictures, classes)]
+
+
 def evaluate_images(
     images: Sequence[Any],
     metadata: Sequence[Mapping[str, Any]],
@@ -357,12 +370,7 @@ def evaluate_images(
             f"got {type(color_classifier).__name__}"
         )
     pictures = [_open_image(image) for image in images]
-    classes = [
-        list(dict.fromkeys([r["class"] for r in meta["include"]] + [r["class"] for r in meta["exclude"]]))
-        for meta in metas
-    ]
-    batch = getattr(detector, "detect_batch", None)
-    found = batch(pictures, classes) if callable(batch) else [detector.detect(p, c) for p, c in zip(pictures, classes)]
+    found = detect_all(detector, pictures, [queried_classes(meta) for meta in metas])
     results = []
     for img, meta, detections, color in zip(pictures, metas, found, needs_color):
         color_fn = (lambda cls, boxes, img=img: color_classifier.classify(img, boxes, cls)) if color else None

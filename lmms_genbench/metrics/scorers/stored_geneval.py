@@ -101,7 +101,7 @@ class StoredGenEval:
     def evaluate(self, images: Sequence[Any], metas: Sequence[Mapping[str, Any]], rules: Any) -> list[Any]:
         """``evaluate_images`` of the block (paths when the cache is on, else pictures)."""
         from ..functional.geneval import evaluate_detections, validate_metadata
-        from ..networks.detection import evaluate_images
+        from ..networks.detection import detect_all, evaluate_images, queried_classes
 
         store = self.detector.store
         if store is None or not all(isinstance(x, (str, os.PathLike)) for x in images):
@@ -110,8 +110,7 @@ class StoredGenEval:
             return evaluate_images(pictures, metas, detector=_LazyDetector(self.detector),
                                    color_classifier=_LazyColors(self.colors, self.source), rules=rules)
         metas = [validate_metadata(m) for m in metas]
-        classes = [list(dict.fromkeys([r["class"] for r in m["include"]] + [r["class"] for r in m["exclude"]]))
-                   for m in metas]
+        classes = [queried_classes(m) for m in metas]
         files = [self.source.file_key(p) for p in images]
         items = [_item("detections", f, json.dumps(c)) for f, c in zip(files, classes)]
         found = {} if self.source._wrote_any(store, items) else store.get_many(items)
@@ -122,10 +121,7 @@ class StoredGenEval:
             self.source._count(len(items), 0)
         else:
             pictures = [_picture(p) for p in images]
-            network = self.detector.network()
-            batch = getattr(network, "detect_batch", None)
-            detections = batch(pictures, classes) if callable(batch) else \
-                [network.detect(p, c) for p, c in zip(pictures, classes)]
+            detections = detect_all(self.detector.network(), pictures, classes)
             sizes = [p.size for p in pictures]
             for key, dets, size in zip(items, detections, sizes):
                 store.put(key, *self._encode(dets, size))
@@ -191,6 +187,6 @@ class _LazyDetector:
         return self._network.network().detect(image, classes)
 
     def detect_batch(self, images: Sequence[Any], classes: Sequence[Sequence[str]]) -> Any:
-        network = self._network.network()
-        batch = getattr(network, "detect_batch", None)
-        return batch(images, classes) if callable(batch) else [network.detect(i, c) for i, c in zip(images, classes)]
+        from ..networks.detection import detect_all
+
+        return detect_all(self._network.network(), images, classes)
