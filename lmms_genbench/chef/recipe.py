@@ -422,13 +422,9 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     Image columns are dropped, so the slots are laid out whatever the doc holds
     and :func:`visuals` (given the full doc) fills them, None where there is no image.
     """
+    check(recipe)
     inferencer = recipe.get("inferencer", "multiturn")
-    if inferencer not in INFERENCERS:
-        raise ValueError(f"recipe inferencer must be one of {INFERENCERS}, got {inferencer!r}")
     desideratum = recipe.get("desideratum", "accuracy")
-    from .results import FAMILIES
-
-    lookup(FAMILIES, desideratum, "recipe desideratum")
     seed = int(recipe.get("seed", 0))
     instr = _instruction(recipe)
     item = normalize(doc, recipe)

@@ -27,10 +27,11 @@ def process_docs(dataset):
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
     recipe = _recipe_of(lmms_eval_specific_kwargs)
-    _recipe.check(recipe)  # a bad recipe stops the task: it is wrong for every doc
     try:
         payload = _recipe.render(doc, recipe)
-    except ValueError as exc:  # this doc's data (too few options, gold out of range): it fails alone
+    except ValueError as exc:
+        _recipe.check(recipe)  # raises again where the recipe is wrong for every doc: the task stops
+        # this doc's data (too few options, gold out of range): it fails alone
         payload = {"chef": 1, "error": f"the doc cannot be rendered: {exc}"}
     return json.dumps(payload, ensure_ascii=False)
 
