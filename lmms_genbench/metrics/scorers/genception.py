@@ -298,10 +298,10 @@ def _score_category(
 def _seeds_apart(network: Any, images: list[Any], n: int, T: int) -> np.ndarray:
     """``network`` of a block's images (each doc's seed, then its T redraws) as n x (T + 1) x D,
     the seeds in one call and the redraws in another: a seed's features are then a call of
-    their own, which another describer x generator pair finds stored (:mod:`.stored`)."""
+    their own, which another describer x generator pair finds stored (:mod:`.stored`; a
+    StoredNetwork's calls return float32 arrays)."""
     seeds = network(images[:: T + 1])
     redraws = network([im for i, im in enumerate(images) if i % (T + 1)])
-    seeds, redraws = (x.detach().float().cpu().numpy() if hasattr(x, "detach") else np.asarray(x) for x in (seeds, redraws))
     return np.concatenate([seeds.reshape(n, 1, -1), redraws.reshape(n, T, -1)], axis=1)
 
 
