@@ -76,8 +76,9 @@ def _write_vit(folder: Path) -> None:
 
 
 def _write_dino(folder: Path) -> None:
-    """The tiny ViT tower at DINO's geometry (224 px, patch 16): the DINO scorer feeds 224 x 224
-    crops as the authors' transform does, whatever the processor says."""
+    """The tiny ViT tower at DINO's geometry (224 px, patch 16, as facebook/dino-vitb16's
+    config.json on the Hub states; ViTModel as its model card loads it): the DINO scorer feeds
+    224 x 224 crops as the authors' transform does, whatever the processor says."""
     from transformers import ViTConfig, ViTModel
 
     from lmms_genbench.smoke.vision import TINY_TOWER, seeded, tiny_vit
