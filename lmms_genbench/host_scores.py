@@ -9,9 +9,10 @@ per-doc items. A chain's score is known only once the task's chains are scored t
 the gather, before the samples are written or paired). Right after lmms-eval's own
 aggregation, :func:`fill` gives each scored doc of one of our tasks:
 
-* ``sample[score_key]``: the chain's share of the headline (``ChainScorer.scores_by_record``,
-  asked of the scorer each item names for the report it just computed for these items:
-  the image's GC@T, the chain's MCD, the prompt's MGG pass rate) and, if the task names
+* ``sample[score_key]``: the chain's share of the headline (``MetricItem.host``, which the
+  scorer's ``aggregate`` set from the report it computed of these items, as
+  ``ChainScorer.scores_by_record`` reads it: the image's GC@T, the chain's MCD, the prompt's
+  MGG pass rate) and, if the task names
   one, ``sample[cluster_key]``: its MME category, ND400 source or GenEval tag;
 * in place of the headline metric's items, ``{score_key: score, cluster_key: cluster}``,
   from which lmms-eval computes ``<headline>_stderr_clt`` and ``<headline>_stderr_clustered``
@@ -29,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .metrics.scorers import scorer_named
 from .metrics.scorers.records import MetricItem, host_key
 
 __all__ = ["fill"]
@@ -67,19 +67,11 @@ def fill(task_output: Any) -> int:
 
 
 def _chain_scores(sample_metrics: Mapping) -> dict[tuple, tuple[float, str | None, str]]:
-    """Per :func:`host_key`, each scored chain's score, cluster and metric, as its scorer returns
-    them for the items lmms-eval just aggregated (every metric of a task holds the same records
-    in the same order, so one list per scorer reads the report the aggregation memoised)."""
-    out: dict[tuple, tuple[float, str | None, str]] = {}
-    asked: set[str] = set()
-    for items in list(sample_metrics.values()):
-        chains = [item for item in items if isinstance(item, MetricItem)]
-        for name in sorted({item.scorer for item in chains} - asked):
-            asked.add(name)
-            scorer = scorer_named(name)
-            if scorer is not None:
-                out.update(scorer.scores_by_record([item.record for item in chains if item.scorer == name]))
-    return out
+    """Per :func:`host_key`, each scored chain's score, cluster and metric, as the items carry
+    them since lmms-eval aggregated them (:attr:`MetricItem.host`); logged samples hold copies
+    of the items (after a gather), so they are matched by key."""
+    return {host_key(item.record): item.host for items in list(sample_metrics.values()) for item in items
+            if isinstance(item, MetricItem) and item.host is not None}
 
 
 def _score_of(values, scores: Mapping[tuple, tuple[float, str | None, str]],

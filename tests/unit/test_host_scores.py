@@ -52,15 +52,21 @@ def test_mgg_scores_each_prompt_by_its_pass_rate_over_the_scored_generations():
 
 
 def _task_output(records, config):
-    """What lmms-eval 0.7.3 holds per task after its gather: logged samples (the metrics of
-    ``process_results`` merged in) and, per (metric, filter), the items."""
+    """What lmms-eval 0.7.3 holds per task after its gather and its own aggregation (each
+    metric's items through the scorer's ``aggregate``, as ``calculate_aggregate_metric``):
+    logged samples (the metrics of ``process_results`` merged in, copies after a gather) and,
+    per (metric, filter), the items."""
+    import copy
+
     names = ("gc@3", "gc@3_stderr", "n_scored")
     samples, metrics = [], {(n, "none"): [] for n in names}
     for i, rec in enumerate(records):
-        items = {n: MetricItem(n, rec, GENCEPTION.name) for n in names}
-        samples.append({"doc_id": i, "doc_hash": "h", **items})
+        items = {n: MetricItem(n, rec) for n in names}
+        samples.append({"doc_id": i, "doc_hash": "h", **copy.deepcopy(items)})
         for n in names:
             metrics[(n, "none")].append(items[n])
+    for items in metrics.values():
+        GENCEPTION.aggregate(items)
     return SimpleNamespace(task_config=config, logged_samples=samples, sample_metrics=metrics)
 
 
@@ -81,8 +87,10 @@ def test_fill_writes_each_scored_docs_score_and_cluster_and_the_headline_items(m
     seen = _scored(monkeypatch, report)
 
     out = _task_output([ok, other, failed], {"score_key": "score", "cluster_key": "category"})
+    assert seen == [[ok, other, failed]] * 3  # each aggregation reads the report of its items (memoised)
+    assert [i.host for i in out.sample_metrics[("n_scored", "none")]] == [scores[host_key(r)] for r in (ok, other)] + [None]
     assert host_scores.fill(out) == 2
-    assert seen == [[ok, other, failed]]  # one report asked for, of the items as aggregated
+    assert len(seen) == 3  # filling asks no scorer for anything: the scores came on the items
     s0, s1, s2 = out.logged_samples
     assert (s0["score"], s0["category"]) == (0.75, "scene")
     assert (s1["score"], s1["category"]) == (0.5, "OCR")

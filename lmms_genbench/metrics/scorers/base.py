@@ -163,27 +163,20 @@ class ChainScorer:
                 for rec in records if rec.chain_id in scores}
 
     def prepare(self, record: ChainRecord, length: int) -> Any:
-        """What scoring reads of the chain, or why it cannot be scored (a ``str``)."""
+        """What scoring reads of the chain, or why it cannot be scored (a ``str``): the one
+        verdict on a chain (:meth:`triage` asks it once per chain; the report lists each refusal)."""
         return record if record.ok else record.reason or "failed"
 
-    def unscored(self, record: ChainRecord, length: int) -> str | None:
-        """Why ``record``'s chain cannot be scored, or None (the report lists these per doc)."""
-        prepared = self.prepare(record, length)
-        return prepared if isinstance(prepared, str) else None
-
-    def prepared(self, record: ChainRecord, length: int) -> Any:
-        """``prepare(record, length)`` as :meth:`triage` calls it."""
-        return self.prepare(record, length)
-
+    # ----------------------------------------------------------- helpers for score
     def triage(self, records: Iterable[ChainRecord], length: int, key: Callable[[ChainRecord], Any]) -> Triage:
         """Each record once, in ``key`` order (:func:`unique_records`: the scores do not depend on
-        the order records arrive in), with what :meth:`prepared` made of it: what scoring reads,
+        the order records arrive in), with what :meth:`prepare` made of it: what scoring reads,
         or the reason it is refused, counted in ``failures`` (the report's ``failure_reasons``);
         ``score`` returns ``out.reasons()`` as ``report["verdicts"]``, so the report's
         ``failed_docs`` does not prepare (and read the texts of) every chain a second time."""
         out = Triage(length=length)
         for rec in unique_records(records, key):
-            out.add(rec, self.prepared(rec, length))
+            out.add(rec, self.prepare(rec, length))
         return out
 
     # ----------------------------------------------------------- settings
@@ -245,7 +238,7 @@ class ChainScorer:
                 exc, f"the {self.name} scorer could not read a doc's answer",
                 "check the task's generation_kwargs.scorer and its doc fields (--verbosity DEBUG shows the traceback)",
             )
-        return {name: MetricItem(name, record, self.name) for name in names}
+        return {name: MetricItem(name, record) for name in names}
 
     def aggregate(self, items: Sequence[MetricItem]) -> Any:
         """One metric's value: every metric of a task points here. ``<m>_stderr`` is the
@@ -254,7 +247,13 @@ class ChainScorer:
         if not items:
             return None
         metric = items[0].metric
-        report = self.report([item.record for item in items])
+        records = [item.record for item in items]
+        report = self.report(records)
+        # each doc's share of the headline travels on its item, from the report it belongs to
+        # (read by lmms_genbench.host_scores after lmms-eval's aggregation)
+        host = self.scores_by_record(records, report)
+        for item in items:
+            item.host = host.get(host_key(item.record))
         value = report.get(metric)
         if value is None and metric.endswith("_stderr"):
             value = (report.get("intervals") or {}).get(metric[: -len("_stderr")], {}).get("stderr")
@@ -334,12 +333,16 @@ class ChainScorer:
         self, records: Sequence[ChainRecord], verdicts: Mapping[tuple, str | None] | None = None
     ) -> list[dict[str, str]]:
         """Every chain that could not be scored, with its reason, by chain id. ``verdicts``:
-        what scoring already found per chain (:meth:`prepared`); others are prepared here."""
+        what scoring already found per chain (:meth:`prepare`); others are prepared here."""
         out: dict[tuple[str, str], dict[str, str]] = {}
         verdicts = verdicts or {}
         for rec in sorted(records, key=lambda r: (r.chain_id, r.folder)):
             key = verdict_key(rec, rec.length)
-            reason = verdicts[key] if key in verdicts else self.unscored(rec, rec.length)
+            if key in verdicts:
+                reason = verdicts[key]
+            else:
+                prepared = self.prepare(rec, rec.length)
+                reason = prepared if isinstance(prepared, str) else None
             if reason is not None:
                 out.setdefault((rec.chain_id, rec.folder), {"chain_id": rec.chain_id, "reason": reason})
         return list(out.values())

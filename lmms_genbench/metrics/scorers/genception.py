@@ -154,8 +154,9 @@ class GenCeptionScorer(ChainScorer):
         # GC@T overall, per group and per category: ± (bootstrap) in lmms-eval's table
         return with_stderr(names, [f"gc@{T}", *(f"gc@{T}_{x}" for g, m in groups for x in (g, *m))])
 
-    def _prepare(self, rec: ChainRecord, T: int) -> list[str] | str:
+    def prepare(self, rec: ChainRecord, length: int) -> list[str] | str:
         """The T + 1 image paths of a chain (seed, then each redraw), or why it cannot be scored."""
+        T = self.iterations(length)
         if not rec.ok:
             return rec.reason or "failed"
         if rec.direction != "image_first":
@@ -195,9 +196,6 @@ class GenCeptionScorer(ChainScorer):
         report["doc_scores"] = _doc_scores(per_doc, T)
         report["verdicts"] = triage.reasons()
         return report
-
-    def prepare(self, record: ChainRecord, length: int) -> list[str] | str:
-        return self._prepare(record, self.iterations(length))
 
     def estimators(self, report: Mapping[str, Any], settings: GenCeptionSettings) -> dict[str, dict[str, Any]]:
         """GC@T and s@t: means over the categories of each category's mean over its chains,

@@ -2,8 +2,8 @@
 carries per metric, and the sorting of records into chains to score and counted failures.
 
 A record is a few hundred bytes (ids, status, the store namespace, a few doc fields); texts
-and images stay in the store. Each :class:`MetricItem` names its scorer, so
-:mod:`lmms_genbench.host_scores` can ask that scorer for each chain's own score.
+and images stay in the store. Each :class:`MetricItem` carries, once its scorer aggregated it,
+the chain's own score, which :mod:`lmms_genbench.host_scores` hands to lmms-eval.
 """
 
 from __future__ import annotations
@@ -69,21 +69,24 @@ class ChainRecord:
 
 class MetricItem:
     """What ``process_results`` returns for one metric of one doc: the metric's name
-    (so one ``aggregate`` serves every metric), the doc's record (shared, not copied) and
-    the name of the scorer that made it (``lmms_genbench.metrics.scorers.SCORERS``)."""
+    (so one ``aggregate`` serves every metric) and the doc's record (shared, not copied).
+    ``host`` is set by the scorer's ``aggregate`` from the report it just computed: the
+    doc's score, its cluster and the headline metric they make up (None: not scored), which
+    :mod:`lmms_genbench.host_scores` gives lmms-eval's samples."""
 
-    __slots__ = ("metric", "record", "scorer")
+    __slots__ = ("metric", "record", "host")
 
-    def __init__(self, metric: str, record: ChainRecord, scorer: str = "") -> None:
+    def __init__(self, metric: str, record: ChainRecord,
+                 host: tuple[float, str | None, str] | None = None) -> None:
         self.metric = metric
         self.record = record
-        self.scorer = scorer
+        self.host = host
 
     def __getstate__(self):  # __slots__ classes pickle (for multi-process gathers) this way
-        return (self.metric, self.record, self.scorer)
+        return (self.metric, self.record, self.host)
 
     def __setstate__(self, state) -> None:
-        self.metric, self.record, self.scorer = state
+        self.metric, self.record, self.host = state
 
     def __str__(self) -> str:
         return str(self.record)

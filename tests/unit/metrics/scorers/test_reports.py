@@ -132,7 +132,7 @@ def test_bootstrap_settings_come_from_the_task_and_are_checked():
 
 def test_genception_prepares_each_chain_once(tmp_path, monkeypatch, offline):
     calls = []
-    count_calls(monkeypatch, GenCeptionScorer, "_prepare", calls)
+    count_calls(monkeypatch, GenCeptionScorer, "prepare", calls)
     records = _records(tmp_path)
     scorer = GenCeptionScorer()
     assert scorer.aggregate([MetricItem("gc@3", r) for r in records]) == pytest.approx(1.0)
