@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from PIL import Image
 
 from ...core.deps import require
@@ -75,11 +76,21 @@ class JanusUnified:
                     max_new_tokens)
         torch = self._torch
         transformers = require("transformers", "the janus unified model")
+        from .janus_deepseek import is_deepseek_layout, load_deepseek, read_json
+
+        self._chat = None  # DeepSeek's chat format, for a checkpoint in DeepSeek's own layout
         try:
-            self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
-            model = transformers.JanusForConditionalGeneration.from_pretrained(
-                self.pretrained, dtype=getattr(torch, self.dtype)
-            )
+            deepseek = is_deepseek_layout(read_json(self.pretrained, "config.json"))
+            if deepseek:  # deepseek-ai/Janus-1.3B as published: mapped onto transformers' classes here
+                self.processor = None
+                model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device)
+            else:
+                self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
+                model = transformers.JanusForConditionalGeneration.from_pretrained(
+                    self.pretrained, dtype=getattr(torch, self.dtype)
+                )
+        except GeneratorConfigError:
+            raise
         except Exception as exc:  # no such folder or hub id, not a Janus checkpoint, ...
             raise GeneratorConfigError(
                 f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {describe_error(exc)}"
@@ -138,6 +149,9 @@ class JanusUnified:
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image, with the task's decoding settings."""
         settings, until = self._decoding(gen_kwargs or {})
+        if self._chat is not None:
+            return run_isolated(lambda chunk: self._describe_deepseek(chunk, prompt, settings, until), list(images),
+                                self.batch_size, "janus describe", self._free_memory)
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
         text = self.processor.apply_chat_template(messages, add_generation_prompt=True)
 
@@ -156,6 +170,19 @@ class JanusUnified:
             return [_cut(t, until) for t in self.processor.batch_decode(new, skip_special_tokens=True)]
 
         return run_isolated(call, list(images), self.batch_size, "janus describe", self._free_memory)
+
+    def _describe_deepseek(self, chunk: list[Image.Image], prompt: str, settings: dict[str, Any],
+                           until: list[str]) -> list[str]:
+        """DeepSeek's understanding turn (inference.py): its sft prompt, its pixels, EOS as padding."""
+        torch, chat = self._torch, self._chat
+        ids = torch.tensor([chat.understanding_ids(prompt)] * len(chunk), device=self._device)
+        pixels = torch.from_numpy(np.stack([chat.pixels(image) for image in chunk]))
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=ids, attention_mask=torch.ones_like(ids), pixel_values=pixels.to(self._device, self.model.dtype),
+                generation_mode="text", eos_token_id=chat.eos_id, pad_token_id=chat.eos_id, **settings,
+            )
+        return [_cut(chat.decode(row.tolist()), until) for row in out[:, ids.shape[1]:]]
 
     def _decoding(self, gen_kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """The task's ``generation_kwargs`` as ``generate`` arguments, plus its stop strings."""
@@ -190,6 +217,13 @@ class JanusUnified:
         torch = self._torch
         from transformers import LogitsProcessorList
 
+        # guidance and sampling run here, per row; generate's own guidance is off (1)
+        # and its sampling greedy, so it takes the argmax of the noised scores
+        processors = LogitsProcessorList(
+            [_Guidance(self.guidance_scale), _SeededSampler([s for _, s in chunk], self.image_temperature)]
+        )
+        if self._chat is not None:
+            return self._draw_deepseek([prompt for prompt, _ in chunk], processors)
         texts = [
             self.processor.apply_chat_template(
                 [{"role": "user", "content": [{"type": "text", "text": prompt}]}], add_generation_prompt=True
@@ -198,11 +232,6 @@ class JanusUnified:
         ]
         # the processor appends the begin-of-image token that starts image mode
         inputs = self.processor(text=texts, generation_mode="image", padding=True, return_tensors="pt").to(self._device)
-        # guidance and sampling run here, per row; generate's own guidance is off (1)
-        # and its sampling greedy, so it takes the argmax of the noised scores
-        processors = LogitsProcessorList(
-            [_Guidance(self.guidance_scale), _SeededSampler([s for _, s in chunk], self.image_temperature)]
-        )
         with torch.inference_mode():
             codes = self.model.generate(
                 **inputs, generation_mode="image", do_sample=False, guidance_scale=1, logits_processor=processors
@@ -215,6 +244,27 @@ class JanusUnified:
         std = torch.tensor(self.processor.image_processor.image_std)
         arrays = ((pixels.float().cpu() * std + mean) * 255).round().clamp(0, 255).to(torch.uint8).numpy()
         return [check_image(Image.fromarray(a), False) for a in arrays]  # (H, W, 3) each
+
+    def _draw_deepseek(self, prompts: list[str], processors: Any) -> list[GenerationResult]:
+        """DeepSeek's drawing turn (generation_inference.py): its prompt ending in the begin-of-image tag,
+        unconditional rows of pad tokens between BOS and that tag, its [-1, 1] -> uint8 conversion."""
+        torch, chat = self._torch, self._chat
+        rows = [chat.generation_ids(prompt) for prompt in prompts]
+        width = max(len(row) for row in rows)
+        ids = torch.full((len(rows), width), chat.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, row in enumerate(rows):  # left padding, as DeepSeek's batchify
+            ids[i, width - len(row):] = torch.tensor(row)
+            mask[i, width - len(row):] = 1
+        with torch.inference_mode():
+            codes = self.model.generate(
+                input_ids=ids.to(self._device), attention_mask=mask.to(self._device), generation_mode="image",
+                do_sample=False, guidance_scale=1, logits_processor=processors,
+            )
+            pixels = self.model.decode_image_tokens(codes)
+        # generation_inference.py: clip((x + 1) / 2 * 255) stored into uint8 (truncation)
+        arrays = ((pixels.float().cpu() + 1) / 2 * 255).clamp(0, 255).to(torch.uint8).numpy()
+        return [check_image(Image.fromarray(a), False) for a in arrays]
 
     def _free_memory(self) -> None:
         # after an out-of-memory batch the cached blocks would fail the retries too
