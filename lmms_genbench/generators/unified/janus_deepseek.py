@@ -26,7 +26,8 @@ from PIL import Image
 
 from ...core.failures import GeneratorConfigError
 
-__all__ = ["DEEPSEEK_FILES", "DeepSeekChat", "is_deepseek_layout", "load_deepseek", "map_state_dict", "read_json"]
+__all__ = ["DEEPSEEK_FILES", "DeepSeekChat", "is_deepseek_layout", "load_deepseek", "map_state_dict", "read_json",
+           "real_config"]
 
 #: what DeepSeek's Janus-1.3B repository holds besides README/.gitattributes (its weights: one safetensors file)
 DEEPSEEK_FILES = ("config.json", "model.safetensors", "preprocessor_config.json", "processor_config.json",
@@ -399,3 +400,24 @@ def load_deepseek(pretrained: str, torch: Any, dtype: Any, device: Any) -> tuple
         generation_kwargs={"boi_token_id": chat.boi_id},  # image mode reads it from here
     )
     return model.eval(), chat
+
+
+def real_config():
+    """transformers' ``JanusConfig`` at deepseek-ai/Janus-1.3B's sizes, for memory tables and GPU checks
+    without its download: its config.json (LLaMA 2048 wide, 24 layers, 16 heads, 5632 MLP, 102400
+    tokens; mlp_gelu aligners of depth 2; 16384 codes of 8), the tower it names
+    (``siglip_large_patch16_384``: 1024 wide, 24 layers, 16 heads, patch 16, MLP ratio 4, 384 px)
+    and ``VQ-16`` (vq_model.py: base 128, ``ch_mult`` [1, 1, 2, 2, 4], 2 blocks, ``z_channels`` 256)."""
+    from transformers import JanusConfig
+
+    return JanusConfig(
+        text_config={"model_type": "llama", "vocab_size": 102400, "hidden_size": 2048, "intermediate_size": 5632,
+                     "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 16,
+                     "max_position_embeddings": 16384, "rms_norm_eps": 1e-6, "tie_word_embeddings": False},
+        vision_config={"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "image_size": 384,
+                       "patch_size": 16, "mlp_ratio": 4.0, "projection_dim": 2048, "depth": 2, "num_image_tokens": 576},
+        vq_config={"embed_dim": 8, "num_embeddings": 16384, "latent_channels": 256, "base_channels": 128,
+                   "channel_multiplier": [1, 1, 2, 2, 4], "num_res_blocks": 2, "projection_dim": 2048,
+                   "num_hidden_layers": 2, "image_token_embed_dim": 2048},
+        tie_word_embeddings=False,
+    )
