@@ -75,7 +75,7 @@ def read_json(pretrained: str, filename: str, required: bool = True) -> dict[str
 
 
 def _state_dict(pretrained: str) -> dict[str, Any]:
-    import torch
+    from transformers.modeling_utils import load_state_dict  # safetensors or a torch pickle
 
     for name in _WEIGHT_FILES:
         path = _fetch(pretrained, name)
@@ -90,12 +90,7 @@ def _state_dict(pretrained: str) -> dict[str, Any]:
         for part in paths:
             if part is None:
                 raise FileNotFoundError(f"{pretrained}: a shard named in {name} is missing")
-            if part.suffix == ".safetensors":
-                from safetensors.torch import load_file
-
-                state.update(load_file(str(part)))
-            else:
-                state.update(torch.load(str(part), map_location="cpu", weights_only=True))
+            state.update(load_state_dict(str(part)))
         return state
     raise FileNotFoundError(f"{pretrained} has none of {', '.join(_WEIGHT_FILES)}")
 
