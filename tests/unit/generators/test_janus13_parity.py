@@ -100,3 +100,24 @@ def test_a_batch_draws_each_prompt_as_alone(janus, monkeypatch):
     pixels = np.asarray(batch[0]).reshape(-1).astype(int)
     assert np.abs(pixels - np.asarray(expected["pixels_uint8"])).max() <= 1
     assert np.abs(np.asarray(batch[1]).astype(int) - np.asarray(alone[0]).astype(int)).max() <= 1
+
+
+def test_the_real_checkpoints_keys_and_shapes_map_onto_transformers_model():
+    """At Janus-1.3B's real size: DeepSeek's classes' state-dict keys and shapes (recorded on the meta
+    device, real_state_dict_shapes.json) become exactly transformers' model's, with the geometry read
+    from them; real_config() builds the same model."""
+    from transformers import JanusForConditionalGeneration
+
+    from lmms_genbench.generators.unified.janus_deepseek import janus_config, map_state_dict, real_config
+
+    real = json.loads((ROOT / "real_state_dict_shapes.json").read_text(encoding="utf-8"))
+    state = {key: torch.empty(shape, device="meta") for key, shape in real["state_dict_shapes"].items()}
+    ids = {"bos_token_id": 100000, "eos_token_id": 100001, "pad_token_id": 100015, "image_token_id": 100581}
+    config = janus_config(real["config"], {"num_image_tokens": 576}, state, ids)
+    with torch.device("meta"):
+        ours = {k: tuple(v.shape) for k, v in JanusForConditionalGeneration(config).state_dict().items()}
+        published = {k: tuple(v.shape) for k, v in JanusForConditionalGeneration(real_config()).state_dict().items()}
+    mapped = {k: tuple(v.shape) for k, v in map_state_dict(state).items()}
+    assert mapped == ours == published
+    assert (config.vision_config.num_image_tokens, config.vq_config.num_patches) == (576, 24)
+    assert config.vq_config.num_patches * 2 ** (len(config.vq_config.channel_multiplier) - 1) == 384
