@@ -1,8 +1,12 @@
-"""Janus-Pro (DeepSeek) as a unified model, through transformers' Janus classes.
+"""Janus / Janus-Pro (DeepSeek) as a unified model, through transformers' Janus classes.
 
     lmms-eval --model cycle --model_args unified=janus,\\
     unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda,unified.dtype=bfloat16 \\
         --tasks sdp_nocaps
+
+A checkpoint in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``) is read onto the same
+classes at load time by :mod:`.janus_deepseek`, and described and drawn in DeepSeek's
+chat format.
 
 Describing is Janus' understanding mode (chat template with the image, text
 generation); drawing is its image mode: the language model predicts the VQ
@@ -32,11 +36,13 @@ from .base import DescribeResult, run_isolated
 
 
 class JanusUnified:
-    """Janus / Janus-Pro checkpoints in the transformers format.
+    """Janus / Janus-Pro checkpoints in the transformers format or in DeepSeek's own.
 
     Args:
-        pretrained: hub id or local folder of a transformers-format Janus checkpoint
-            (``deepseek-community/Janus-Pro-1B``, ``deepseek-community/Janus-Pro-7B``).
+        pretrained: hub id or local folder of a Janus checkpoint: transformers' format
+            (``deepseek-community/Janus-Pro-1B``, ``deepseek-community/Janus-Pro-7B``) or
+            DeepSeek's (``deepseek-ai/Janus-1.3B``: its config.json with ``language_config``
+            etc.; told apart by that file).
         device: torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator
             is an error, never a silent CPU run.
         dtype: ``auto`` (bfloat16 on CUDA where supported, else float16 on CUDA/MPS,
@@ -50,12 +56,15 @@ class JanusUnified:
         max_new_tokens: description length limit where the task sets none.
 
     The image size and its number of codes are the checkpoint's own (384 px from
-    576 codes for Janus-Pro); see :attr:`image_size` and :attr:`image_tokens`.
+    576 codes for Janus-Pro and Janus 1.3B); see :attr:`image_size` and :attr:`image_tokens`.
+    Defaults (guidance 5, temperature 1) are DeepSeek's generation_inference.py's.
 
     Seeds: each prompt's codes are sampled with the Gumbel-max trick from noise of
     its own ``torch.Generator(seed)`` (drawn on the CPU), which samples exactly
     softmax(logits / image_temperature) while leaving every image a function of
-    its own prompt and seed alone, so prompts batch freely. Describing has no
+    its own prompt and seed alone, so prompts batch freely. It is the noise
+    ``torch.multinomial`` draws for one sample, so on the CPU a prompt's codes are
+    those of DeepSeek's loop for one image after ``torch.manual_seed(seed)``. Describing has no
     seeds: with ``do_sample`` it uses torch's global generator, as lmms-eval models.
     """
 

@@ -1,0 +1,56 @@
+"""Reading DeepSeek's Janus layout (generators/unified/janus_deepseek.py): what it refuses, and how it says so.
+Outputs against DeepSeek's code: test_janus13_parity.py."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from lmms_genbench.core.failures import GeneratorConfigError  # noqa: E402
+from lmms_genbench.generators.unified import build_unified  # noqa: E402
+from lmms_genbench.generators.unified.janus_deepseek import is_deepseek_layout, map_state_dict  # noqa: E402
+
+TINY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "janus13" / "Janus-1.3B"
+
+
+def _copy(tmp_path, edit=None):
+    folder = tmp_path / "Janus-1.3B"
+    shutil.copytree(TINY, folder)
+    if edit:
+        config = json.loads((folder / "config.json").read_text())
+        edit(config)
+        (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+def test_the_layouts_are_told_apart_by_config_json():
+    assert is_deepseek_layout(json.loads((TINY / "config.json").read_text()))
+    assert not is_deepseek_layout({"model_type": "janus", "text_config": {}, "vision_config": {}, "vq_config": {}})
+
+
+def test_an_unknown_siglip_tower_is_named(tmp_path):
+    folder = _copy(tmp_path, lambda c: c["vision_config"]["params"].update(model_name="siglip_huge_patch7"))
+    with pytest.raises(GeneratorConfigError, match="siglip_huge_patch7.*siglip_large_patch16_384"):
+        build_unified("janus", pretrained=folder, device="cpu", dtype="float32")
+
+
+def test_an_unsupported_projector_is_named(tmp_path):
+    folder = _copy(tmp_path, lambda c: c["aligner_config"]["params"].update(projector_type="linear"))
+    with pytest.raises(GeneratorConfigError, match="aligner_config.params.projector_type 'linear'"):
+        build_unified("janus", pretrained=folder, device="cpu", dtype="float32")
+
+
+def test_missing_weights_name_the_files_looked_for(tmp_path):
+    folder = _copy(tmp_path)
+    (Path(folder) / "model.safetensors").unlink()
+    with pytest.raises(GeneratorConfigError, match="model.safetensors.*pytorch_model.bin"):
+        build_unified("janus", pretrained=folder, device="cpu", dtype="float32")
+
+
+def test_a_key_outside_deepseeks_model_is_an_error():
+    with pytest.raises(KeyError, match="vision_model.vision_tower.blocks.0.ls1.gamma"):
+        map_state_dict({"vision_model.vision_tower.blocks.0.ls1.gamma": object()})
