@@ -23,7 +23,9 @@ def components() -> dict[str, dict[str, int]]:
     import diffusers
     import transformers as tf
 
-    from lmms_genbench.generators.unified.janus_deepseek import real_config as janus13_config
+    from lmms_genbench.generators.unified.janus_deepseek import (
+        real_config as janus13_config,
+    )
 
     clip_l = lambda: tf.CLIPTextModel(tf.CLIPTextConfig(hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
                                                          num_attention_heads=12, projection_dim=768))

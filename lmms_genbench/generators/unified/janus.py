@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ...core.deps import require
 from ...core.args import as_choice, as_float, as_int, as_str
-from ...core.keys import generator_name
+from ...core.deps import require
 from ...core.failures import GeneratorConfigError
+from ...core.keys import generator_name
 from ..base import GenerationResult
 from ..common import DTYPES, check_device, check_image, describe_error, resolve_dtype
 from ..lazy import GeneratorPlan
@@ -63,8 +63,9 @@ class JanusUnified:
     its own ``torch.Generator(seed)`` (drawn on the CPU), which samples exactly
     softmax(logits / image_temperature) while leaving every image a function of
     its own prompt and seed alone, so prompts batch freely. It is the noise
-    ``torch.multinomial`` draws for one sample, so on the CPU a prompt's codes are
-    those of DeepSeek's loop for one image after ``torch.manual_seed(seed)``. Describing has no
+    ``torch.multinomial`` draws for one sample, so a prompt's codes are those
+    DeepSeek's loop draws on the CPU for one image after ``torch.manual_seed(seed)``
+    (up to float rounding of the logits). Describing has no
     seeds: with ``do_sample`` it uses torch's global generator, as lmms-eval models.
     """
 

@@ -75,7 +75,8 @@ def read_json(pretrained: str, filename: str, required: bool = True) -> dict[str
 
 
 def _state_dict(pretrained: str) -> dict[str, Any]:
-    from transformers.modeling_utils import load_state_dict  # safetensors or a torch pickle
+    # reads safetensors or a torch pickle
+    from transformers.modeling_utils import load_state_dict
 
     for name in _WEIGHT_FILES:
         path = _fetch(pretrained, name)

@@ -16,7 +16,7 @@ from PIL import Image
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from lmms_genbench.generators.unified import build_unified  # noqa: E402
+from lmms_genbench.generators.unified import build_unified
 
 ROOT = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "janus13"
 EXPECTED = json.loads((ROOT / "expected.json").read_text(encoding="utf-8"))
@@ -108,7 +108,11 @@ def test_the_real_checkpoints_keys_and_shapes_map_onto_transformers_model():
     from them; real_config() builds the same model."""
     from transformers import JanusForConditionalGeneration
 
-    from lmms_genbench.generators.unified.janus_deepseek import janus_config, map_state_dict, real_config
+    from lmms_genbench.generators.unified.janus_deepseek import (
+        janus_config,
+        map_state_dict,
+        real_config,
+    )
 
     real = json.loads((ROOT / "real_state_dict_shapes.json").read_text(encoding="utf-8"))
     state = {key: torch.empty(shape, device="meta") for key, shape in real["state_dict_shapes"].items()}

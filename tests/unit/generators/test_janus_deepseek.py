@@ -10,9 +10,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from lmms_genbench.core.failures import GeneratorConfigError  # noqa: E402
-from lmms_genbench.generators.unified import build_unified  # noqa: E402
-from lmms_genbench.generators.unified.janus_deepseek import is_deepseek_layout, map_state_dict  # noqa: E402
+from lmms_genbench.core.failures import GeneratorConfigError
+from lmms_genbench.generators.unified import build_unified
+from lmms_genbench.generators.unified.janus_deepseek import (
+    is_deepseek_layout,
+    map_state_dict,
+)
 
 TINY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "janus13" / "Janus-1.3B"
 
