@@ -291,6 +291,11 @@ class DeepSeekChat:
         if processor.get("sft_format", "deepseek") != "deepseek" or processor.get("add_special_token", False):
             raise ValueError("processor_config.json: only sft_format 'deepseek' without add_special_token is supported")
         tokenizer = Tokenizer.from_file(str(_fetch(pretrained, "tokenizer.json") or pretrained + "/tokenizer.json"))
+        image_tag = processor.get("image_tag", "<image_placeholder>")
+        if tokenizer.token_to_id(image_tag) is None:  # VLChatProcessor adds it as a special token when missing
+            from tokenizers import AddedToken
+
+            tokenizer.add_special_tokens([AddedToken(image_tag, special=True, normalized=False)])
 
         def token(value: Any) -> str | None:
             return value.get("content") if isinstance(value, dict) else value
@@ -303,7 +308,6 @@ class DeepSeekChat:
 
         bos = token(tokenizer_config.get("bos_token", specials.get("bos_token")))
         eos = token(tokenizer_config.get("eos_token", specials.get("eos_token")))
-        image_tag = processor.get("image_tag", "<image_placeholder>")
         boi, eoi = processor.get("image_start_tag", "<begin_of_image>"), processor.get("image_end_tag", "<end_of_image>")
         mean = tuple(images.get("image_mean", (0.48145466, 0.4578275, 0.40821073)))
         return cls(

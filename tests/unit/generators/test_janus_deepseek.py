@@ -57,3 +57,18 @@ def test_missing_weights_name_the_files_looked_for(tmp_path):
 def test_a_key_outside_deepseeks_model_is_an_error():
     with pytest.raises(KeyError, match="vision_model.vision_tower.blocks.0.ls1.gamma"):
         map_state_dict({"vision_model.vision_tower.blocks.0.ls1.gamma": object()})
+
+
+def test_a_tokenizer_without_the_image_tag_gets_it_as_deepseeks_processor_adds_it(tmp_path):
+    """VLChatProcessor adds ``<image_placeholder>`` as a special token when tokenizer.json lacks it;
+    on this tokenizer without it, DeepSeek's processor gave it id 373 (begin/end of image 371/372)."""
+    folder = Path(_copy(tmp_path))
+    data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    data["added_tokens"] = [t for t in data["added_tokens"] if t["content"] != "<image_placeholder>"]
+    (folder / "tokenizer.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    janus = build_unified("janus", pretrained=str(folder), device="cpu", dtype="float32")
+    chat = janus._chat
+    assert (chat.image_id, chat.boi_id, chat.eoi_id) == (373, 371, 372)
+    assert janus.model.config.image_token_id == 373
+    ids = chat.understanding_ids("Describe")
+    assert ids.count(373) == 16 and ids[ids.index(371) + 17] == 372
