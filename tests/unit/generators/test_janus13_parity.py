@@ -70,17 +70,17 @@ def test_greedy_description_matches(janus):
     assert out[0, ids.shape[1]:].tolist() == EXPECTED["description_token_ids"]
 
 
-@pytest.mark.parametrize("run", ["sampled", "greedy"])
+@pytest.mark.parametrize("run", ["sampled", "sampled_seed7", "greedy"])
 def test_drawing_matches_codes_and_pixels(janus, run, monkeypatch):
-    """``sampled``: DeepSeek's loop at temperature 1 after ``torch.manual_seed(1234)``; ours at
-    ``image_temperature=1`` with seed 1234 draws the same codes (its per-prompt generator feeds
+    """``sampled`` (``sampled_seed7``): DeepSeek's loop at temperature 1 after ``torch.manual_seed(1234)``
+    (7); ours at ``image_temperature=1`` with seed 1234 (7) draws the same codes (its per-prompt generator feeds
     the same exponential noise that torch.multinomial draws). ``greedy``: theirs at temperature
     1e-6 (one-hot softmax), ours at ``image_temperature=0``."""
     expected = EXPECTED["generation"][run]
     codes_seen = []
     decode = janus.model.decode_image_tokens
     monkeypatch.setattr(janus.model, "decode_image_tokens", lambda codes: codes_seen.append(codes) or decode(codes))
-    monkeypatch.setattr(janus, "image_temperature", 1.0 if run == "sampled" else 0.0)
+    monkeypatch.setattr(janus, "image_temperature", 0.0 if run == "greedy" else 1.0)
     image = janus.generate([EXPECTED["generation_prompt"]], [expected["seed"]])[0]
     assert codes_seen[0][0].tolist() == expected["image_codes"]
     assert np.array_equal(np.asarray(image).reshape(-1), np.asarray(expected["pixels_uint8"], dtype=np.uint8))
