@@ -123,11 +123,12 @@ def map_state_dict(state: dict[str, Any]) -> dict[str, Any]:
     """DeepSeek's ``MultiModalityCausalLM`` state dict as transformers' ``JanusForConditionalGeneration`` one.
 
     Dropped: the SigLIP tower's attention-pooling head (built, never run: DeepSeek's tower
-    returns its patch features) and the VQ quantizer's training-time ``codebook_used`` counter.
+    returns its patch features), the VQ quantizer's training-time ``codebook_used`` counter,
+    and rotary ``inv_freq`` buffers older LLaMA code saved (recomputed at load).
     """
     out: dict[str, Any] = {}
     for key, value in state.items():
-        if key.startswith(_VISION + "attn_pool.") or key.endswith("quantize.codebook_used"):
+        if key.startswith(_VISION + "attn_pool.") or key.endswith(("quantize.codebook_used", "rotary_emb.inv_freq")):
             continue
         if key == _VISION + "pos_embed":
             out["model.vision_model.embeddings.position_embedding.weight"] = value[0]

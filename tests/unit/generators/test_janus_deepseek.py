@@ -72,3 +72,9 @@ def test_a_tokenizer_without_the_image_tag_gets_it_as_deepseeks_processor_adds_i
     assert janus.model.config.image_token_id == 373
     ids = chat.understanding_ids("Describe")
     assert ids.count(373) == 16 and ids[ids.index(371) + 17] == 372
+
+
+def test_buffers_deepseeks_model_saves_but_never_runs_are_dropped():
+    kept = map_state_dict({"vision_model.vision_tower.attn_pool.latent": 0, "gen_vision_model.quantize.codebook_used": 0,
+                           "language_model.model.layers.0.self_attn.rotary_emb.inv_freq": 0, "gen_embed.weight": 1})
+    assert kept == {"model.generation_embeddings.weight": 1}
