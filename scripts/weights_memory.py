@@ -23,6 +23,10 @@ def components() -> dict[str, dict[str, int]]:
     import diffusers
     import transformers as tf
 
+    from lmms_genbench.generators.unified.janus_deepseek import (
+        real_config as janus13_config,
+    )
+
     clip_l = lambda: tf.CLIPTextModel(tf.CLIPTextConfig(hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
                                                          num_attention_heads=12, projection_dim=768))
     clip_l_proj = lambda: tf.CLIPTextModelWithProjection(tf.CLIPTextConfig(
@@ -65,6 +69,8 @@ def components() -> dict[str, dict[str, int]]:
         "FLUX.1-dev / schnell": {"transformer": _count(flux), "T5-XXL encoder": _count(t5_xxl),
                                  "CLIP-L": _count(clip_l), "VAE": _count(vae16)},
         "SDXL": {"UNet": _count(sdxl_unet), "CLIP-L": _count(clip_l), "CLIP-G": _count(clip_g), "VAE": _count(vae4)},
+        # deepseek-ai/Janus-1.3B's config.json with the tower and VQ sizes DeepSeek's code holds (real_config)
+        "Janus 1.3B (unified)": {"model": _count(lambda: tf.JanusForConditionalGeneration(janus13_config()))},
     }
 
 

@@ -1,8 +1,12 @@
-"""Janus-Pro (DeepSeek) as a unified model, through transformers' Janus classes.
+"""Janus / Janus-Pro (DeepSeek) as a unified model, through transformers' Janus classes.
 
     lmms-eval --model cycle --model_args unified=janus,\\
     unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda,unified.dtype=bfloat16 \\
         --tasks sdp_nocaps
+
+A checkpoint in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``) is read onto the same
+classes at load time by :mod:`.janus_deepseek`, and described and drawn in DeepSeek's
+chat format.
 
 Describing is Janus' understanding mode (chat template with the image, text
 generation); drawing is its image mode: the language model predicts the VQ
@@ -18,12 +22,13 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from PIL import Image
 
-from ...core.deps import require
 from ...core.args import as_choice, as_float, as_int, as_str
-from ...core.keys import generator_name
+from ...core.deps import require
 from ...core.failures import GeneratorConfigError
+from ...core.keys import generator_name
 from ..base import GenerationResult
 from ..common import DTYPES, check_device, check_image, describe_error, resolve_dtype
 from ..lazy import GeneratorPlan
@@ -31,11 +36,13 @@ from .base import DescribeResult, run_isolated
 
 
 class JanusUnified:
-    """Janus / Janus-Pro checkpoints in the transformers format.
+    """Janus / Janus-Pro checkpoints in the transformers format or in DeepSeek's own.
 
     Args:
-        pretrained: hub id or local folder of a transformers-format Janus checkpoint
-            (``deepseek-community/Janus-Pro-1B``, ``deepseek-community/Janus-Pro-7B``).
+        pretrained: hub id or local folder of a Janus checkpoint: transformers' format
+            (``deepseek-community/Janus-Pro-1B``, ``deepseek-community/Janus-Pro-7B``) or
+            DeepSeek's (``deepseek-ai/Janus-1.3B``: its config.json with ``language_config``
+            etc.; told apart by that file).
         device: torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator
             is an error, never a silent CPU run.
         dtype: ``auto`` (bfloat16 on CUDA where supported, else float16 on CUDA/MPS,
@@ -49,12 +56,16 @@ class JanusUnified:
         max_new_tokens: description length limit where the task sets none.
 
     The image size and its number of codes are the checkpoint's own (384 px from
-    576 codes for Janus-Pro); see :attr:`image_size` and :attr:`image_tokens`.
+    576 codes for Janus-Pro and Janus 1.3B); see :attr:`image_size` and :attr:`image_tokens`.
+    Defaults (guidance 5, temperature 1) are DeepSeek's generation_inference.py's.
 
     Seeds: each prompt's codes are sampled with the Gumbel-max trick from noise of
     its own ``torch.Generator(seed)`` (drawn on the CPU), which samples exactly
     softmax(logits / image_temperature) while leaving every image a function of
-    its own prompt and seed alone, so prompts batch freely. Describing has no
+    its own prompt and seed alone, so prompts batch freely. It is the noise
+    ``torch.multinomial`` draws for one sample, so a prompt's codes are those
+    DeepSeek's loop draws on the CPU for one image after ``torch.manual_seed(seed)``
+    (up to float rounding of the logits). Describing has no
     seeds: with ``do_sample`` it uses torch's global generator, as lmms-eval models.
     """
 
@@ -75,11 +86,21 @@ class JanusUnified:
                     max_new_tokens)
         torch = self._torch
         transformers = require("transformers", "the janus unified model")
+        from .janus_deepseek import is_deepseek_layout, load_deepseek, read_json
+
+        self._chat = None  # DeepSeek's chat format, for a checkpoint in DeepSeek's own layout
         try:
-            self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
-            model = transformers.JanusForConditionalGeneration.from_pretrained(
-                self.pretrained, dtype=getattr(torch, self.dtype)
-            )
+            deepseek = is_deepseek_layout(read_json(self.pretrained, "config.json"))
+            if deepseek:  # deepseek-ai/Janus-1.3B as published: mapped onto transformers' classes here
+                self.processor = None
+                model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device)
+            else:
+                self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
+                model = transformers.JanusForConditionalGeneration.from_pretrained(
+                    self.pretrained, dtype=getattr(torch, self.dtype)
+                )
+        except GeneratorConfigError:
+            raise
         except Exception as exc:  # no such folder or hub id, not a Janus checkpoint, ...
             raise GeneratorConfigError(
                 f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {describe_error(exc)}"
@@ -138,6 +159,9 @@ class JanusUnified:
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image, with the task's decoding settings."""
         settings, until = self._decoding(gen_kwargs or {})
+        if self._chat is not None:
+            return run_isolated(lambda chunk: self._describe_deepseek(chunk, prompt, settings, until), list(images),
+                                self.batch_size, "janus describe", self._free_memory)
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
         text = self.processor.apply_chat_template(messages, add_generation_prompt=True)
 
@@ -156,6 +180,19 @@ class JanusUnified:
             return [_cut(t, until) for t in self.processor.batch_decode(new, skip_special_tokens=True)]
 
         return run_isolated(call, list(images), self.batch_size, "janus describe", self._free_memory)
+
+    def _describe_deepseek(self, chunk: list[Image.Image], prompt: str, settings: dict[str, Any],
+                           until: list[str]) -> list[str]:
+        """DeepSeek's understanding turn (inference.py): its sft prompt, its pixels, EOS as padding."""
+        torch, chat = self._torch, self._chat
+        ids = torch.tensor([chat.understanding_ids(prompt)] * len(chunk), device=self._device)
+        pixels = torch.from_numpy(np.stack([chat.pixels(image) for image in chunk]))
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=ids, attention_mask=torch.ones_like(ids), pixel_values=pixels.to(self._device, self.model.dtype),
+                generation_mode="text", eos_token_id=chat.eos_id, pad_token_id=chat.eos_id, **settings,
+            )
+        return [_cut(chat.decode(row.tolist()), until) for row in out[:, ids.shape[1]:]]
 
     def _decoding(self, gen_kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         """The task's ``generation_kwargs`` as ``generate`` arguments, plus its stop strings."""
@@ -190,6 +227,13 @@ class JanusUnified:
         torch = self._torch
         from transformers import LogitsProcessorList
 
+        # guidance and sampling run here, per row; generate's own guidance is off (1)
+        # and its sampling greedy, so it takes the argmax of the noised scores
+        processors = LogitsProcessorList(
+            [_Guidance(self.guidance_scale), _SeededSampler([s for _, s in chunk], self.image_temperature)]
+        )
+        if self._chat is not None:
+            return self._draw_deepseek([prompt for prompt, _ in chunk], processors)
         texts = [
             self.processor.apply_chat_template(
                 [{"role": "user", "content": [{"type": "text", "text": prompt}]}], add_generation_prompt=True
@@ -198,11 +242,6 @@ class JanusUnified:
         ]
         # the processor appends the begin-of-image token that starts image mode
         inputs = self.processor(text=texts, generation_mode="image", padding=True, return_tensors="pt").to(self._device)
-        # guidance and sampling run here, per row; generate's own guidance is off (1)
-        # and its sampling greedy, so it takes the argmax of the noised scores
-        processors = LogitsProcessorList(
-            [_Guidance(self.guidance_scale), _SeededSampler([s for _, s in chunk], self.image_temperature)]
-        )
         with torch.inference_mode():
             codes = self.model.generate(
                 **inputs, generation_mode="image", do_sample=False, guidance_scale=1, logits_processor=processors
@@ -215,6 +254,27 @@ class JanusUnified:
         std = torch.tensor(self.processor.image_processor.image_std)
         arrays = ((pixels.float().cpu() * std + mean) * 255).round().clamp(0, 255).to(torch.uint8).numpy()
         return [check_image(Image.fromarray(a), False) for a in arrays]  # (H, W, 3) each
+
+    def _draw_deepseek(self, prompts: list[str], processors: Any) -> list[GenerationResult]:
+        """DeepSeek's drawing turn (generation_inference.py): its prompt ending in the begin-of-image tag,
+        unconditional rows of pad tokens between BOS and that tag, its [-1, 1] -> uint8 conversion."""
+        torch, chat = self._torch, self._chat
+        rows = [chat.generation_ids(prompt) for prompt in prompts]
+        width = max(len(row) for row in rows)
+        ids = torch.full((len(rows), width), chat.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, row in enumerate(rows):  # left padding, as DeepSeek's batchify
+            ids[i, width - len(row):] = torch.tensor(row)
+            mask[i, width - len(row):] = 1
+        with torch.inference_mode():
+            codes = self.model.generate(
+                input_ids=ids.to(self._device), attention_mask=mask.to(self._device), generation_mode="image",
+                do_sample=False, guidance_scale=1, logits_processor=processors,
+            )
+            pixels = self.model.decode_image_tokens(codes)
+        # generation_inference.py: clip((x + 1) / 2 * 255) stored into uint8 (truncation)
+        arrays = ((pixels.float().cpu() + 1) / 2 * 255).clamp(0, 255).to(torch.uint8).numpy()
+        return [check_image(Image.fromarray(a), False) for a in arrays]
 
     def _free_memory(self) -> None:
         # after an out-of-memory batch the cached blocks would fail the retries too
