@@ -34,6 +34,7 @@ from .describer import Describer
 from .protocol import ChainSpec
 from .planning import ChainState, RunPolicy, chunked, load_lazy, plan
 from .steps import generation_seed
+from .steps import batch_size_of
 from .waves import WaveRunner
 
 logger = logging.getLogger(__name__)
@@ -238,10 +239,6 @@ class CycleEngine:
         self.progress = progress
         self.locks = ChainLocks()
 
-    @property
-    def generator_batch(self) -> int:
-        return max(1, int(getattr(self.generator, "batch_size", 1)))
-
     def policy(self) -> RunPolicy:
         """This engine's settings, frozen for one run: what planning and the waves read."""
         return RunPolicy(self.describer_batch, self.stop_after_hop, self.overlap, self.reject_blank)
@@ -262,7 +259,7 @@ class CycleEngine:
         stats.began(len(live))
 
         policy = self.policy()
-        size = self.wave or wave_size(policy.describer_batch, self.generator_batch)
+        size = self.wave or wave_size(policy.describer_batch, batch_size_of(self.generator))
         bar = progress_bar(len(live), "cycle: chains", "chain", self.progress)
         try:
             with terminate_as_interrupt(), StoreWriter(max_pending=2 * size) as writer:

@@ -1,25 +1,34 @@
-"""The steps of one run of the cycle engine, each on the chains of one wave: read a chain's
-input (the doc's seed or a stored hop, on a loader thread), describe a hop (on the calling
-thread), draw a hop (on the drawer thread), and move a chain on. :class:`.waves.WaveRunner`
-schedules them; :class:`WaveSteps` holds what they are handed (the run's frozen policy, the
-describer, generator, locks, writer) and the run statistics they update.
+"""The steps of one run of the cycle engine, each on the chains of one wave: load a wave
+(lock, verify, start reading each chain's input on a loader thread), describe a hop (on the
+calling thread), draw a hop (on the drawer thread), retire a wave, and check what stops the
+run. :class:`WaveSteps` is whole: it holds what the steps use (the run's frozen policy, the
+describer, generator, locks, writer, statistics, progress bar) and its own threads;
+:class:`.waves.WaveRunner` only decides which step runs when.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..core.failures import GenerationFailure, GeneratorConfigError
 from ..core.keys import stable_hash
+
 from ..store import ChainFailure, StoreWriter, failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
-from .planning import ChainState, RunPolicy, Wave, chunked, load_lazy
+from .planning import ChainState, RunPolicy, Wave, chunked, load_lazy, resume
 from .protocol import ChainSpec
 
-__all__ = ["PROMPT_CHARS", "PROMPT_CUT", "WaveSteps", "generation_seed", "read_seed", "reject_text"]
+__all__ = ["PROMPT_CHARS", "PROMPT_CUT", "WaveSteps", "batch_size_of", "generation_seed", "read_seed", "reject_text",
+           "sweep_temporary_files"]
+
+
+def batch_size_of(generator) -> int:
+    """Prompts per generator call (its ``batch_size``, at least 1)."""
+    return max(1, int(getattr(generator, "batch_size", 1)))
 
 
 def generation_seed(spec: ChainSpec, key: str, hop: int) -> int:
@@ -37,29 +46,105 @@ class _Loaded:
     seed_stored: bool = False
 
 
-class WaveSteps:
-    """The steps a :class:`.waves.WaveRunner` schedules. It is handed what they use: the run's
-    frozen ``policy``, the ``describer`` and ``generator``, the chain ``locks``, the ``writer``,
-    the run's ``stats`` and progress ``bar``. The scheduler sets ``drawer`` and ``loader`` (the
-    threads) and provides ``_check`` (what stops the run)."""
+class _Inline:
+    """Stands in for the drawer thread when describing and drawing must take turns."""
 
-    def __init__(self, policy: RunPolicy, describer, generator, locks, writer: StoreWriter, stats, bar) -> None:
-        self.policy = policy
-        self.describer = describer
-        self.generator = generator
-        self.locks = locks
-        self.writer = writer
-        self.stats = stats
-        self.bar = bar
+    @staticmethod
+    def submit(fn, *args) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as exc:  # checked by the caller at once, like a thread's
+            future.set_exception(exc)
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+@dataclass(eq=False)
+class WaveSteps:
+    """The steps of one run, handed what they use: the run's frozen ``policy``, the
+    ``describer`` and ``generator``, the chain ``locks``, the ``writer``, the run's ``stats``
+    and progress ``bar``. Its threads (a drawer, or drawing inline when the policy does not
+    overlap, and two loaders) run from :meth:`open` to :meth:`close`."""
+
+    policy: RunPolicy
+    describer: Any
+    generator: Any
+    locks: Any
+    writer: StoreWriter
+    stats: Any
+    bar: Any
+
+    def __post_init__(self) -> None:
         self.failed = 0
-        self._draws: list = []  # the drawer's futures, checked by the scheduler
+        self.drawer: ThreadPoolExecutor | _Inline | None = None
+        self.loader: ThreadPoolExecutor | None = None
+        self._draws: list = []  # the drawer's futures, checked by check()
         self._describe_keys: dict[int, str] = {}
         self._first_draw = True  # a first batch that fails whole stops the run (_draw)
-        self._first_describe = True  # the generator loads before it (_describe_step)
+        self._first_describe = True  # the generator loads before it (describe_step)
 
-    @property
-    def generator_batch(self) -> int:
-        return max(1, int(getattr(self.generator, "batch_size", 1)))
+    def open(self) -> None:
+        """Start the drawer and loader threads."""
+        self.drawer = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="genbench-draw")
+                       if self.policy.overlap else _Inline())
+        self.loader = ThreadPoolExecutor(max_workers=2, thread_name_prefix="genbench-load")
+
+    def close(self, cancel: bool = False) -> None:
+        """Wait for the threads; ``cancel`` drops queued drawings and loads (what is written stays)."""
+        for pool in (self.drawer, self.loader):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=cancel)
+        self.drawer = self.loader = None
+
+    def check(self) -> None:
+        """Raise what stops the run: a failed store write, or an error from the drawer
+        thread (a generator that no retry fixes, an interrupt)."""
+        self.writer.check()
+        for future in [f for f in self._draws if f.done()]:
+            self._draws.remove(future)
+            future.result()
+
+    # -- waves ----------------------------------------------------------------------
+
+    def load(self, wave: Wave) -> None:
+        """Lock the wave's chains (skipping those another run holds), verify and repair them
+        under their locks, and start reading every chain's next input (the doc's seed, or
+        the stored hop)."""
+        if wave.loaded:
+            return
+        wave.loaded = True
+        for chain in wave.chains:
+            directory = chain.outcome.location.directory
+            if self.locks.try_acquire(directory) is False:
+                chain.defer()
+                continue
+            sweep_temporary_files(directory)
+            # another run may have stored or changed hops since the plan: verify again
+            reused = resume(self.policy, chain, repair=True)
+            self.stats.reused(reused)
+            if chain.hop is None and not chain.seed_missing:
+                continue
+            if chain.carry is None and chain.pending is None:
+                chain.pending = self.loader.submit(self._read_input, chain, chain.hop, chain.seed_missing)
+            chain.seed_missing = False
+
+    def retire(self, wave: Wave) -> None:
+        """A wave with nothing left to compute: store pending seeds, release its chains once
+        the writer has stored their hops, count it on the progress bar."""
+        for chain in wave.chains:
+            if chain.pending is not None:
+                self._take(chain, 0, "seed")  # a seed to store and nothing else to compute
+            chain.carry = None
+        folders = [c.outcome.location.directory for c in wave.chains if not c.deferred]
+        locks = self.locks
+        self.writer.after(lambda: [locks.release(folder) for folder in folders])
+        self.failed += sum(1 for c in wave.chains if c.outcome.failure is not None)
+        self.bar.update(sum(1 for c in wave.chains if not c.deferred))
+        if self.failed:
+            self.bar.set_postfix_str(f"{self.failed} failed", refresh=False)
 
     # -- inputs -------------------------------------------------------------------
 
@@ -131,10 +216,10 @@ class WaveSteps:
             key = self._describe_keys[id(spec)] = stable_hash([spec.describe_prompt, spec.describer_kwargs])
         return key
 
-    def _describe_step(self, wave: Wave, hop: int) -> None:
+    def describe_step(self, wave: Wave, hop: int) -> None:
         """Describe the wave's chains at ``hop``; draw ``hop + 1`` in full generator
         batches on the drawer thread as the descriptions come."""
-        batch = self.generator_batch
+        batch = batch_size_of(self.generator)
         todo = [c for c in wave.chains if c.hop == hop]
         # chains whose description is stored already can be drawn right away
         ready = [c for c in wave.chains if c.hop == hop + 1 and c.kind == "image"]
@@ -150,7 +235,7 @@ class WaveSteps:
         for group in groups.values():
             spec = group[0].outcome.spec
             for chunk in chunked(group, self.policy.describer_batch):
-                self._check()  # e.g. GeneratorConfigError from the drawer: stop describing at once
+                self.check()  # e.g. GeneratorConfigError from the drawer: stop describing at once
                 while len(ready) >= batch:
                     submit(ready[:batch])
                     del ready[:batch]
@@ -186,12 +271,13 @@ class WaveSteps:
         while ready:
             submit(ready[:batch])
             del ready[:batch]
-        self._check()
+        self.check()
 
     # -- drawing ------------------------------------------------------------------
 
-    def _draw_step(self, wave: Wave, hop: int) -> None:
-        for chunk in chunked([c for c in wave.chains if c.hop == hop], self.generator_batch):
+    def draw_step(self, wave: Wave, hop: int) -> None:
+        """Draw the wave's chains at ``hop`` on the drawer thread, in full generator batches."""
+        for chunk in chunked([c for c in wave.chains if c.hop == hop], batch_size_of(self.generator)):
             future = self.drawer.submit(self._draw, hop, list(chunk))
             wave.draws.append(future)
             self._draws.append(future)
@@ -309,3 +395,16 @@ def reject_text(spec: ChainSpec, text) -> str | None:
     if pattern:
         return f"refused description (matched {pattern!r}): {text.strip()[:120]!r}"
     return None
+
+
+def sweep_temporary_files(directory) -> None:
+    """Remove the hidden ``.<name>.tmp`` files an interrupted write left in a chain's folder
+    (called under the chain's lock, so no live write of another run is touched)."""
+    try:
+        for path in directory.glob(".*.tmp"):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+    except OSError:
+        pass
