@@ -40,8 +40,20 @@ TASKS = Path(__file__).resolve().parents[3] / "lmms_genbench" / "tasks" / "autob
 # ---------------------------------------------------------------- graph
 
 
-def test_graph_withholds_top_degree_words_and_the_list_only_grows():
+def test_graph_keeps_listed_words_by_default_as_the_authors():
     g = SemanticGraph()
+    assert g.add_round("Beach", ["sand", "Sun", "sea", "beach"]) == ["beach"]
+    assert g.degree("sand") == 1 and g.degree("beach") == 3
+    # round 2: beach 3, forest 3, then the first-seen degree-1 words; f(2) = 2 -> beach, forest
+    assert g.add_round("forest", ["tree", "sun", "moss"]) == ["forest"]
+    assert g.avoid_words == ["beach", "forest"]
+    # round 3: beach gains shell (and sun, tree again): beach 4, forest 3, sun 2 -> 3 words
+    assert g.add_round("beach", ["sun", "shell", "tree"]) == ["sun"]
+    assert g.avoid_words == ["beach", "forest", "sun"]
+
+
+def test_graph_withholds_top_degree_words_and_the_list_only_grows():
+    g = SemanticGraph(withhold=True)
     # round 1: beach-{sand, sun, sea}: beach has degree 3, f(1) = 1 word withheld
     assert g.add_round("Beach", ["sand", "Sun", "sea", "beach"]) == ["beach"]
     assert g.degree("sand") == 0 and g.degree("sun") == 0
