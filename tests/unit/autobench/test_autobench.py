@@ -310,6 +310,20 @@ def test_build_balances_letters_and_asks_qa_without_image(tmp_path):
     assert m["n_items"] == 6 and m["n_planned"] == 12 and m["cost_this_run"]["images_drawn"] == 18
 
 
+def test_build_avoid_list_is_per_level_by_default_and_shared_on_request(tmp_path):
+    result, _ = _run(tmp_path / "a", ScriptedExaminer())
+    graphs = result.manifest["semantic_graphs"]
+    assert result.manifest["config"]["avoid_list"] == "per_level"
+    for per_aspect in graphs.values():  # a fresh graph per level, listed words kept in it
+        assert set(per_aspect) == {"easy", "medium"}
+        assert all(g["rounds"] == 3 and not g["withhold"] and len(g["excluded"]) <= 3 for g in per_aspect.values())
+    result, _ = _run(tmp_path / "b", ScriptedExaminer(), avoid_list="shared_withheld")
+    shared = next(iter(result.manifest["semantic_graphs"].values()))
+    assert shared["rounds"] == 6 and shared["withhold"]
+    with pytest.raises(ValueError, match="avoid_list"):
+        _cfg(avoid_list="none")
+
+
 def test_build_drops_and_counts_malformed_and_failed_items(tmp_path):
     result, _ = _run(tmp_path / "a", ScriptedExaminer(duplicate_options=True))
     assert result.items == [] and result.dropped_by_reason == {"qa:duplicate_options": 12}
