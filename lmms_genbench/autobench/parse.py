@@ -169,9 +169,14 @@ def _unemphasize(text: str) -> str:
     return re.sub(r"(\*{1,3}|_{2,3})", "", text or "")
 
 
-def _after_label(text: str, label: str) -> str | None:
-    m = re.search(rf"^\W*{label}\W*:\s*(.*?)(?=^\W*[A-Z][A-Za-z -]{{1,20}}:|\Z)", _unemphasize(text), re.IGNORECASE | re.MULTILINE | re.DOTALL)
-    return " ".join(m.group(1).split()) if m else None
+def _after_label(text: str, label: str, one_line: bool = False) -> str | None:
+    """What follows ``label:`` up to the next label (or, ``one_line``, to the end of its line,
+    as the authors read the topic and key words)."""
+    m = re.search(rf"^\W*{label}\W*:[ \t]*(.*?)(?=^\W*[A-Z][A-Za-z -]{{1,20}}:|\Z)", _unemphasize(text), re.IGNORECASE | re.MULTILINE | re.DOTALL)
+    if not m:
+        return None
+    value = m.group(1).strip().split("\n", 1)[0] if one_line else m.group(1)
+    return " ".join(value.split())
 
 
 def parse_guideline(text: str) -> str:
@@ -194,8 +199,8 @@ def parse_description(text: str) -> Description:
     prompt = _after_label(text, "prompt")
     if not prompt or prompt.startswith("["):
         raise ParseError("no_description")
-    topic = _after_label(text, "topic words?") or ""
-    kws = _after_label(text, "key ?words?") or ""
+    topic = _after_label(text, "topic words?", one_line=True) or ""
+    kws = _after_label(text, "key ?words?", one_line=True) or ""
     keywords = tuple(k.strip(" .[]\"'") for k in re.split(r"[,;]", kws) if k.strip(" .[]\"'"))
     if not topic.strip(" .[]") or not keywords:
         raise ParseError("missing_field", "topic word or key words")

@@ -16,7 +16,7 @@ Names (``<v>`` is a variant name; the first variant is the reference):
 * circular (scenarios with a ``group`` rule: the MMBench presets): with ``scoring.copies:
   original`` (the default, ChEF's ``vanilla`` scoring) ``acc`` and every relative metric
   (``ece`` and its bins, RIAM, RRM, RR, match ratio) are computed on each group's original
-  question (``id mod 1e6``: its smallest key), as ChEF's ``desiderata.py``, ``vqa.py`` and
+  question (``id mod 1e6``: the row the payload flags ``scoring.original``), as ChEF's ``desiderata.py``, ``vqa.py`` and
   ``eval_insfollow.py``; ``pooled`` scores every copy as a question of its own.
   ``acc_per_copy`` = accuracy over every copy, ``acc_circular`` = MMBench's CircularEval on
   the first variant (a group scores 1 only when all its answered copies are right; failed
@@ -137,7 +137,7 @@ def process_results(doc, results):
     if rec["failed"] and rec.get("desideratum") is None:
         # no variant names to go by: feed only the counters (n_failed counts it)
         return {name: (name, rec) for name in _COUNTS}
-    if not rec["failed"] and (scored_records([rec]) or rec.get("group") is None):
+    if not rec["failed"] and scored_records([rec]):
         # the doc's share of acc (variant 0 correct), for lmms-eval's --baseline
         # (lmms_genbench.host_scores); a circular copy that acc leaves out has none
         rec["score"] = _correct([rec], 0)[0]

@@ -72,6 +72,9 @@ def test_bold_labels_and_ambiguous_answers_and_yes_or_no():
     b = INPUTS["bold_description"]
     d = parse.parse_description(b["text"])
     assert d.topic == b["topic"] and list(d.keywords) == b["keywords"]
+    # the topic and key words are their line's, as the authors read them (not the JSON below)
+    d = parse.parse_description('Prompt: A red cube.\nTopic word: toys\nKey word: cube, ball\n{"questions": ["Is it?"]}')
+    assert d.topic == "toys" and d.keywords == ("cube", "ball")
     for raw in ("A or B", "A or B or C or D", "[[A]] or [[D]]", "A/B"):
         with pytest.raises(parse.ParseError):
             parse.parse_qa(json.dumps({"question": "q?", "options": {"A": "w", "B": "x", "C": "y", "D": "z"},
