@@ -171,3 +171,43 @@ def test_pooled_copies_is_an_explicit_option_and_differs(ds):
     original, pooled = run("original"), run("pooled")
     assert original["ece"] == pytest.approx(AUTHORS["calibration"][ds]["ECE"], **EXACT)
     assert pooled["ece"] != original["ece"] and pooled["acc"] == pytest.approx(original["acc_per_copy"], **EXACT)
+
+
+# What ChEF's desiderata recipes score (src/config/ChEF/desiderata_recipes at ea571363): the PPL
+# option "(A" inside VQA answer template 1 where the recipe sets template_assigned_ids: 1
+# (calibration, MMBench ICL/Insfollow/Robust), else template 0 (instruction/template.py)
+TEMPLATE_0, TEMPLATE_1 = "The answer is {option}", "The correct option for the question is {option}"
+SHIPPED = {"chef_calibration_mmbench": TEMPLATE_1, "chef_calibration_scienceqa": TEMPLATE_1,
+           "chef_icl_mmbench": TEMPLATE_1, "chef_insfollow_mmbench": TEMPLATE_1, "chef_robustness_mmbench": TEMPLATE_1,
+           "chef_icl_scienceqa": TEMPLATE_0, "chef_insfollow_scienceqa": TEMPLATE_0,
+           "chef_robustness_scienceqa": TEMPLATE_0}
+
+
+def _shipped(task):
+    text = (TASKS / f"{task}.yaml").read_text().split("metric_list:")[0]
+    return yaml.safe_load(text.replace("!function", ""))["lmms_eval_specific_kwargs"]["default"]
+
+
+@pytest.mark.parametrize("task", sorted(SHIPPED))
+def test_shipped_recipes_score_chef_s_continuations_and_verbalizers(task):
+    rec = _shipped(task)
+    if "mmbench" in task:
+        doc = {"index": 1_000_007, "question": "Q?", "hint": None, "A": "red", "B": "blue", "C": "green", "D": None,
+               "E": None, "answer": "B", "image": None}
+    else:
+        doc = {"question": "Q?", "hint": "", "choices": ["red", "blue", "green"], "answer": 1, "image": None}
+    rec = {**rec, "variants": [v for v in rec["variants"] if not v.get("ice")]}  # examples need a pool
+    payload = R.render(doc, rec)
+    ref = payload["variants"][0]
+    assert ref["options"] == [SHIPPED[task].format(option=f"({x}") for x in "ABC"]
+    assert payload["scoring"]["chance"] == _chance("mmbench" if "mmbench" in task else "scienceqa")
+    assert payload["scoring"]["copies"] == "original"
+    assert payload["scoring"]["original"] is ("mmbench" not in task)  # index 1,000,007 is a copy of 7
+    by_name = {v["name"]: v for v in payload["variants"]}
+    for ours, theirs in ((n, s) for s, n in VERBALIZERS.items() if n in by_name):
+        labels = INPUTS["verbalizers"][theirs] or ["(B", "(C", "(A"]
+        v = by_name[ours]
+        assert v["labels"] == labels[:3]
+        assert v["options"] == [SHIPPED[task].format(option=lab) for lab in labels[:3]]
+        assert v["prompt"].endswith("".join(f'If the answer is "({x})", you need to output "{lab}". '
+                                            for x, lab in zip("ABC", labels)))
