@@ -60,10 +60,18 @@ import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.registry import lookup
 from .corruptions import corrupt_image, corrupt_text, shuffle_options
 from .retrieval import RETRIEVERS, pool_doc, register_pool, retrieve
-from .scenario import LETTERS, PRESETS, Item, doc_image, is_original, normalize, scenario_spec
-from ..core.registry import lookup
+from .scenario import (
+    LETTERS,
+    PRESETS,
+    Item,
+    doc_image,
+    is_original,
+    normalize,
+    scenario_spec,
+)
 
 __all__ = [
     "INFERENCERS",

@@ -22,7 +22,7 @@ DATASETS = ("scienceqa", "mmbench")
 #: our verbalizer names for the authors' OPTION_MAP settings
 VERBALIZERS = {"natural_0": "natural_numbers", "natural_1": "natural_roman", "natural_2": "natural_ordinals",
                "neutral_0": "neutral_surnames", "neutral_1": "neutral_words", "unnatural_0": "unnatural_rotated"}
-EXACT = dict(abs=1e-12)
+EXACT = {"abs": 1e-12}
 
 
 def _chance(ds):
