@@ -204,16 +204,16 @@ def draw_desiderata(summaries: Sequence[ModelSummary], out_file: Path) -> Path:
 
 
 def draw_reliability(summaries: Sequence[ModelSummary], out_file: Path) -> Path | None:
-    """Equal-width reliability diagram per model (first calibration task of each)."""
+    """Reliability diagram per model (first calibration task of each): each of the ECE's ten
+    equal-mass bins at its mean confidence, its accuracy against the diagonal."""
     panels = [(s.label, task, bins) for s in summaries for task, bins in list(s.reliability.items())[:1]]
     if not panels:
         return None
     fig = _figure(4 * len(panels), 4)
     for i, (label, task, bins) in enumerate(panels):
         ax = fig.add_subplot(1, len(panels), i + 1)
-        centres = [(b + 0.5) / 10 for b in range(10)]
-        accs = [row["acc"] if row["acc"] is not None else 0.0 for row in bins]
-        ax.bar(centres, accs, width=0.1, edgecolor="black", label="accuracy")
+        used = [row for row in bins if row["acc"] is not None and row["conf"] is not None]
+        ax.plot([row["conf"] for row in used], [row["acc"] for row in used], marker="o", label="accuracy per bin")
         ax.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)

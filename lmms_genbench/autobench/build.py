@@ -47,6 +47,10 @@ PAPER_THRESHOLDS = {"easy": 1.0, "medium": 0.8, "hard": 0.8}
 DRAW_PREFIX = "please generate a picture from the perspective of an observer: "
 
 
+#: how the description prompts' avoid list grows (BuildConfig.avoid_list)
+AVOID_LISTS = ("per_level", "shared_withheld")
+
+
 class BuildError(RuntimeError):
     """The build cannot produce any item (e.g. no usable aspect list)."""
 
@@ -68,6 +72,10 @@ class BuildConfig:
         seed: seeds drawings and the letter balancing.
         draw_prefix: prepended to the description for the generator only.
         max_new_tokens, temperature: examiner decoding.
+        avoid_list: ``per_level`` (the authors': a fresh semantic graph per level, words
+            put on the avoid list stay in the graph) or ``shared_withheld`` (one graph per
+            aspect across its levels, listed words leave it: the list grows by ``e`` words
+            in round ``e``, 55 after a 10-round level).
     """
 
     capability: str = "spatial"
@@ -84,9 +92,12 @@ class BuildConfig:
     draw_prefix: str = DRAW_PREFIX
     max_new_tokens: int = 1024
     temperature: float = 0.0
+    avoid_list: str = "per_level"
 
     def __post_init__(self) -> None:
         self.levels = tuple(self.levels)
+        if self.avoid_list not in AVOID_LISTS:
+            raise ValueError(f"avoid_list: expected one of {AVOID_LISTS}; got {self.avoid_list!r}")
         for name in ("n_general", "m_fine", "per_level", "n_validation_questions"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: expected an integer >= 1; got {getattr(self, name)!r}")
@@ -256,8 +267,12 @@ class Builder:
                 dropped += [{"item_id": i, "stage": exc.stage, "reason": exc.reason, "detail": exc.detail} for i in ids]
                 continue
             guidelines[asp.name] = guide
-            graph = SemanticGraph()
+            shared = cfg.avoid_list == "shared_withheld"
+            graph = SemanticGraph(withhold=shared)
+            level_graphs = {}
             for lvl in cfg.levels:
+                if not shared:  # the authors' code starts a new graph for every level
+                    graph = level_graphs[lvl] = SemanticGraph()
                 for k in range(cfg.per_level):
                     item_id = f"{ai:02d}-{lvl}-{k:02d}"
                     try:
@@ -266,7 +281,7 @@ class Builder:
                         dropped.append({"item_id": item_id, "stage": exc.stage, "reason": exc.reason,
                                         "detail": exc.detail})
                         self.log(f"autobench: dropped {item_id} ({exc.stage}: {exc.reason})")
-            graphs[asp.name] = graph.to_dict()
+            graphs[asp.name] = graph.to_dict() if shared else {lvl: g.to_dict() for lvl, g in level_graphs.items()}
         letters = balanced_letters(len(items), cfg.seed, groups=[i.level for i in items])
         for item, target in zip(items, letters):
             item.options, item.answer = move_answer(item.options, item.answer, target)

@@ -3,8 +3,12 @@
 Each description round adds its topic word and keywords as nodes, the topic
 linked to every keyword (the authors' code links exactly these pairs). After
 round ``e`` the ``f(e)`` highest-degree nodes (default ``f(e) = e``, the
-paper's example) leave the graph and join a growing list of words the next
-description prompts must avoid. Pure: no model, no randomness.
+paper's example) join the list of words the next description prompts must
+avoid. As the authors' code (``generate_prompt_with_topic_words``) does by
+default, those nodes stay in the graph, so the list is the union of each
+round's top nodes (at most ``f(e)`` words after round ``e`` while the leaders
+hold); with ``withhold=True`` they leave the graph, which lets new words rise
+and the list grow by ``f(e)`` every round. Pure: no model, no randomness.
 """
 
 from __future__ import annotations
@@ -21,11 +25,14 @@ class SemanticGraph:
 
     Args:
         exclude_count: ``f(e)``: how many top-degree nodes round ``e`` (1-based)
-            withholds; default ``e`` as in the paper's example.
+            puts on the avoid list; default ``e`` as in the paper's example.
+        withhold: remove those nodes from the graph (and never re-add them) instead of
+            keeping them as the authors do; the list then grows by ``f(e)`` every round.
     """
 
-    def __init__(self, exclude_count: Callable[[int], int] | None = None) -> None:
+    def __init__(self, exclude_count: Callable[[int], int] | None = None, withhold: bool = False) -> None:
         self.exclude_count = exclude_count or (lambda e: e)
+        self.withhold = withhold
         self.edges: dict[str, set[str]] = {}
         self._order: dict[str, int] = {}  # first-seen order breaks degree ties
         self.excluded: list[str] = []
@@ -39,13 +46,14 @@ class SemanticGraph:
         self._order.setdefault(word, len(self._order))
 
     def add_round(self, topic: str, keywords: Iterable[str]) -> list[str]:
-        """Add one round's words, withhold the top-degree nodes; return them.
+        """Add one round's words and put the top-degree nodes on the avoid list; return
+        the words newly added to it.
 
-        Words already withheld stay out (they are not re-added), so the avoid
-        list only grows.
+        With ``withhold`` the top nodes leave the graph and words already withheld
+        are not re-added; either way the avoid list only grows.
         """
         self.rounds += 1
-        withheld = set(self.excluded)
+        withheld = set(self.excluded) if self.withhold else set()
         t = _norm(topic)
         ks = [k for k in dict.fromkeys(_norm(k) for k in keywords) if k and k != t]
         if t and t not in withheld:
@@ -59,6 +67,11 @@ class SemanticGraph:
                 self.edges[k].add(t)
         n = max(0, int(self.exclude_count(self.rounds)))
         ranked = sorted(self.edges, key=lambda w: (-len(self.edges[w]), self._order[w]))
+        if not self.withhold:
+            listed = set(self.excluded)
+            out = [w for w in ranked[:n] if w not in listed]
+            self.excluded.extend(out)
+            return out
         out = ranked[:n]
         for w in out:
             for other in self.edges.pop(w):
@@ -74,6 +87,7 @@ class SemanticGraph:
     def to_dict(self) -> dict:
         return {
             "rounds": self.rounds,
+            "withhold": self.withhold,
             "excluded": list(self.excluded),
             "nodes": {w: sorted(v) for w, v in sorted(self.edges.items())},
         }

@@ -98,10 +98,16 @@ def parse_qa(text: str) -> Question:
     return Question(q, values, answer)  # type: ignore[arg-type]
 
 
+# a second option letter offered as an alternative: "A or B", "A/B", "[[A]] or [[D]]", "A, B"
+_ALTERNATIVE = re.compile(r"(?:\bor\b|\band\b|/|,|;)\s*[\[\(]*\s*[A-D]\b")
+
+
 def _answer_letter(raw: str, values: tuple[str, ...]) -> str | None:
+    """The reference answer's letter, or None (retried) when it names none or offers several
+    ("A or B", the template's own placeholder "A or B or C or D")."""
     m = re.fullmatch(r"[\[\(]*\s*([A-Da-d])\s*[\]\)]*[.:)]?(?:\s.*)?", raw, flags=re.DOTALL)
     if m:
-        return m.group(1).upper()
+        return None if _ALTERNATIVE.search(raw[m.end(1):]) else m.group(1).upper()
     for letter, v in zip(LETTERS, values):
         if _norm(raw) == _norm(v):
             return letter
@@ -158,9 +164,19 @@ def parse_aspects(text: str, n_general: int, m_fine: int) -> list[Aspect]:
     return out
 
 
-def _after_label(text: str, label: str) -> str | None:
-    m = re.search(rf"^\W*{label}\W*:\s*(.*?)(?=^\W*[A-Z][A-Za-z -]{{1,20}}:|\Z)", text or "", re.IGNORECASE | re.MULTILINE | re.DOTALL)
-    return " ".join(m.group(1).split()) if m else None
+def _unemphasize(text: str) -> str:
+    """``text`` without markdown emphasis markers (``**Topic word:** park`` -> ``Topic word: park``)."""
+    return re.sub(r"(\*{1,3}|_{2,3})", "", text or "")
+
+
+def _after_label(text: str, label: str, one_line: bool = False) -> str | None:
+    """What follows ``label:`` up to the next label (or, ``one_line``, to the end of its line,
+    as the authors read the topic and key words)."""
+    m = re.search(rf"^\W*{label}\W*:[ \t]*(.*?)(?=^\W*[A-Z][A-Za-z -]{{1,20}}:|\Z)", _unemphasize(text), re.IGNORECASE | re.MULTILINE | re.DOTALL)
+    if not m:
+        return None
+    value = m.group(1).strip().split("\n", 1)[0] if one_line else m.group(1)
+    return " ".join(value.split())
 
 
 def parse_guideline(text: str) -> str:
@@ -178,12 +194,13 @@ class Description:
 
 
 def parse_description(text: str) -> Description:
-    """Figure 24's ``Prompt:`` / ``Topic word:`` / ``Key word:`` lines."""
+    """Figure 24's ``Prompt:`` / ``Topic word:`` / ``Key word:`` lines (markdown emphasis
+    such as ``**Topic word:** park`` is dropped: the topic is ``park``)."""
     prompt = _after_label(text, "prompt")
     if not prompt or prompt.startswith("["):
         raise ParseError("no_description")
-    topic = _after_label(text, "topic words?") or ""
-    kws = _after_label(text, "key ?words?") or ""
+    topic = _after_label(text, "topic words?", one_line=True) or ""
+    kws = _after_label(text, "key ?words?", one_line=True) or ""
     keywords = tuple(k.strip(" .[]\"'") for k in re.split(r"[,;]", kws) if k.strip(" .[]\"'"))
     if not topic.strip(" .[]") or not keywords:
         raise ParseError("missing_field", "topic word or key words")
@@ -202,7 +219,12 @@ def parse_validation_questions(text: str, limit: int) -> list[str]:
 
 
 def parse_yes_no(text: str) -> bool:
-    m = re.search(r"\b(yes|no)\b", (text or "").lower())
-    if not m:
+    """Yes or no: the answer's first word when it is one, else the only one of the two the
+    answer uses; "I cannot say yes or no", "maybe" raise ``unclear_yes_no``."""
+    words = re.findall(r"[a-z]+", (text or "").lower())
+    if words and words[0] in ("yes", "no"):
+        return words[0] == "yes"
+    said = {w for w in words if w in ("yes", "no")}
+    if len(said) != 1:
         raise ParseError("unclear_yes_no", (text or "")[:40])
-    return m.group(1) == "yes"
+    return said.pop() == "yes"

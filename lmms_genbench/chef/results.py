@@ -9,18 +9,21 @@ every shipped YAML), and a new recipe needs no new Python.
 
 Names (``<v>`` is a variant name; the first variant is the reference):
 
-* ``acc``, ``acc_<v>``, ``acc_rand`` (mean 1/#options), ``n_docs``, ``n_failed``,
-  ``n_unmatched`` (Direct/CoT answers matching no option, counted wrong).
-  ``acc`` is **per copy**: every row counts once, so each rotated copy of an
-  MMBench question is a question of its own (ChEF's accuracy, and the base of
-  ``acc_rand``, RIAM, RRM and RR, whose chance level is per copy).
-* circular (scenarios with a ``group`` rule: the MMBench presets):
-  ``acc_circular`` = MMBench's CircularEval on the first variant (a group of
-  copies scores 1 only when all its answered copies are right; failed docs are
-  left out as for ``acc`` and counted by ``n_failed``), ``n_groups`` = the groups it
-  is over
-* calibration (first variant, needs PPL scores): ``ece`` (ChEF, 10 equal-mass
-  bins), ``ece_equal_width`` (10 bins), ``bin<b>_acc``/``bin<b>_conf``/``bin<b>_n``
+* ``acc``, ``acc_<v>``, ``acc_rand`` (the chance level of RRM and RIAM: the recipe's
+  ``scoring.chance``, by default ChEF's constant for MMBench (0.2757) and ScienceQA (0.358),
+  else the mean of 1/#options), ``n_docs``, ``n_failed``, ``n_unmatched`` (Direct/CoT answers
+  naming no option, counted wrong; for POPE scored as the answer the truth is not).
+* circular (scenarios with a ``group`` rule: the MMBench presets): with ``scoring.copies:
+  original`` (the default, ChEF's ``vanilla`` scoring) ``acc`` and every relative metric
+  (``ece`` and its bins, RIAM, RRM, RR, match ratio) are computed on each group's original
+  question (``id mod 1e6``: the row the payload flags ``scoring.original``), as ChEF's ``desiderata.py``, ``vqa.py`` and
+  ``eval_insfollow.py``; ``pooled`` scores every copy as a question of its own.
+  ``acc_per_copy`` = accuracy over every copy, ``acc_circular`` = MMBench's CircularEval on
+  the first variant (a group scores 1 only when all its answered copies are right; failed
+  docs are left out and counted by ``n_failed``), ``n_groups`` = the groups it is over.
+* calibration (first variant, needs PPL scores): ``ece`` (ChEF, 10 equal-mass bins),
+  ``ece_equal_width`` (10 bins), ``bin<b>_acc``/``bin<b>_conf``/``bin<b>_n``: the equal-mass
+  bins ``ece`` is computed from (ChEF's ``Acc_bins``/``Prob_bins``)
 * in-context learning: ``riam`` (acc_ICL = mean accuracy of the other
   variants), ``riam_<v>``
 * instruction following: ``match_ratio`` (mean over the other variants),
@@ -87,7 +90,7 @@ FAMILIES: dict[str, tuple[list[str], tuple[str, ...]]] = {
     }.items()
 }
 #: added to a family that reports ``acc`` when the scenario has circular groups
-CIRCULAR = _with_stderr(["acc_circular", "n_groups"])
+CIRCULAR = [*_with_stderr(["acc_circular", "n_groups"]), "acc_per_copy"]
 _PER_VARIANT = ("acc", "riam", "match_ratio", "rrm", "rr")
 
 
@@ -109,7 +112,7 @@ def record(response: str) -> dict[str, Any]:
     judge = data.get("judge") or {}
     return {"failed": False, "desideratum": data.get("desideratum", "accuracy"), "variants": variants,
             "judge": judge.get("scores"), "judge_failed": int(judge.get("failed", 0)),
-            "group": data.get("group")}
+            "group": data.get("group"), "key": data.get("key"), "scoring": data.get("scoring") or {}}
 
 
 def metric_names(rec: dict[str, Any], variant_names: list[str] | None = None) -> list[str]:
@@ -134,8 +137,9 @@ def process_results(doc, results):
     if rec["failed"] and rec.get("desideratum") is None:
         # no variant names to go by: feed only the counters (n_failed counts it)
         return {name: (name, rec) for name in _COUNTS}
-    if not rec["failed"]:
-        # the doc's share of acc (variant 0 correct), for lmms-eval's --baseline (lmms_genbench.host_scores)
+    if not rec["failed"] and scored_records([rec]):
+        # the doc's share of acc (variant 0 correct), for lmms-eval's --baseline
+        # (lmms_genbench.host_scores); a circular copy that acc leaves out has none
         rec["score"] = _correct([rec], 0)[0]
     return {name: (name, rec) for name in metric_names(rec, rec.get("variant_names"))}
 
@@ -154,19 +158,49 @@ def _mean(xs) -> float:
     return float(np.mean(xs)) if xs else float("nan")
 
 
+def _key_order(key: Any) -> tuple:
+    text = str(key)
+    return (0, int(text), text) if text.lstrip("-").isdigit() else (1, 0, text)
+
+
+def _original(rec: dict[str, Any]) -> bool:
+    # records of responses written before 2.0 carry no flag: every row counted
+    return bool((rec.get("scoring") or {}).get("original", True))
+
+
+def scored_records(ok: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records the relative metrics are computed on: with ``scoring.copies: original``
+    (the default) each circular group's original question (``id mod 1e6``, as the payload
+    flags it), in key order as ChEF sorts them; else (pooled, or no groups) all."""
+    grouped = any(r.get("group") is not None for r in ok)
+    if not grouped or (ok[0].get("scoring") or {}).get("copies", "original") != "original":
+        return ok
+    return sorted((r for r in ok if _original(r)), key=lambda r: _key_order(r.get("key")))
+
+
+def chance_level(recs: list[dict[str, Any]]) -> float:
+    """The chance accuracy of RRM and RIAM: the recipe's constant (``scoring.chance``), else
+    the mean of 1/#options over ``recs``."""
+    chance = (recs[0].get("scoring") or {}).get("chance") if recs else None
+    return float(chance) if chance is not None else stats.random_accuracy([r["variants"][0]["n"] for r in recs])
+
+
 def doc_columns(ok: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """The per-doc table of scored records: per variant ``correct_<i>`` and ``match_<i>``
-    (same option as variant 0), ``chance`` (1/#options), ``conf``, ``pred_yes``/``gold_yes``
-    (option 0 is "Yes"), ``judge`` (the doc's mean judge score) and ``group``."""
+    (same option as variant 0), ``chance`` (the recipe's constant, else 1/#options), ``conf``,
+    ``pred_yes``/``gold_yes`` (option 0 is "Yes"), ``judge`` (the doc's mean judge score) and
+    ``group``."""
     n_variants = len(ok[0]["variants"])
     cols: dict[str, list[Any]] = {}
     for i in range(n_variants):
         cols[f"correct_{i}"] = [float(r["variants"][i]["pred"] == r["variants"][i]["gold"]) for r in ok]
         cols[f"match_{i}"] = [float(r["variants"][i]["pred"] == r["variants"][0]["pred"]) for r in ok]
     first = [r["variants"][0] for r in ok]
-    cols["chance"] = [1.0 / v["n"] for v in first]
+    constant = (ok[0].get("scoring") or {}).get("chance")
+    cols["chance"] = [float(constant) if constant is not None else 1.0 / v["n"] for v in first]
     cols["conf"] = [v["conf"] for v in first]
-    cols["pred_yes"] = [float(v["pred"] == 0) for v in first]
+    # an answer naming no option (pred -1) is wrong whatever the truth: the opposite of it
+    cols["pred_yes"] = [float(v["pred"] == 0 if v["pred"] >= 0 else v["gold"] != 0) for v in first]
     cols["gold_yes"] = [float(v["gold"] == 0) for v in first]
     cols["judge"] = [_mean(r["judge"]) if r["judge"] else None for r in ok]
     cols["group"] = [str(r.get("group")) for r in ok]
@@ -228,17 +262,22 @@ def _value(items) -> float:
     names = [v["name"] for v in ok[0]["variants"]]
     if name == "n_unmatched":
         return float(sum(v["pred"] < 0 for r in ok for v in r["variants"]))
-    if name == "acc":
-        return _acc(ok, 0)
     if name == "acc_circular":
         return stats.circular_accuracy([r.get("group") for r in ok], _correct(ok, 0))
     if name == "n_groups":
         return float(len({r.get("group") for r in ok}))
+    if name == "acc_per_copy":
+        return _acc(ok, 0)
+    if name == "acc_circular_stderr":
+        return _stderr("acc_circular", ok, names)
+    ok = scored_records(ok)  # every other metric: the original questions (ChEF's), or all copies
+    if name == "acc":
+        return _acc(ok, 0)
+    acc_rand = chance_level(ok)
     if name == "acc_rand":
-        return stats.random_accuracy([r["variants"][0]["n"] for r in ok])
+        return acc_rand
     if name.endswith("_stderr"):
         return _stderr(name[: -len("_stderr")], ok, names)
-    acc_rand = stats.random_accuracy([r["variants"][0]["n"] for r in ok])
     others = list(range(1, len(names)))
     acc_other = _mean([_acc(ok, i) for i in others])
     if name in ("ece", "ece_equal_width") or name.startswith("bin"):
@@ -249,11 +288,10 @@ def _value(items) -> float:
         conf, corr = zip(*pairs)
         if name == "ece":
             return stats.ece_equal_mass(conf, corr, N_BINS)
-        ew = stats.EqualWidthECE(N_BINS).update(conf, corr)
         if name == "ece_equal_width":
-            return ew.value()
+            return stats.EqualWidthECE(N_BINS).update(conf, corr).value()
         b, _, kind = name[3:].partition("_")
-        row = ew.reliability()[int(b)]
+        row = stats.equal_mass_bins(conf, corr, N_BINS)[int(b)]
         return float({"acc": row["accuracy"], "conf": row["confidence"], "n": row["count"]}[kind])
     if name == "riam":
         return stats.riam(acc_other, _acc(ok, 0), acc_rand)
@@ -268,7 +306,9 @@ def _value(items) -> float:
         counts = stats.PopeCounts()
         for r in ok:
             v = r["variants"][0]
-            counts.add(v["pred"] == 0, v["gold"] == 0)
+            gold_yes = v["gold"] == 0
+            # an answer naming no option is wrong whatever the truth, never a "No"
+            counts.add(v["pred"] == 0 if v["pred"] >= 0 else not gold_yes, gold_yes)
         return counts.metrics()[_POPE[name]]
     if name == "judge_score":
         return _mean([_mean(r["judge"]) for r in ok if r["judge"]])

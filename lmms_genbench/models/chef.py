@@ -81,11 +81,12 @@ JUDGE_PROMPT = (
 
 
 def match_option(text: str, labels: list[str], option_texts: list[str]) -> int:
-    """Index of the option a free-form answer names, or -1.
+    """Index of the option a free-form answer names, or -1 (the answer names none).
 
     Tries, in order: a label in parentheses "(B)"; a label standing alone at the
-    start ("B", "B.", "B:"); the first label appearing as a whole word; an
-    option's text appearing in the answer (the longest wins).
+    start ("B", "B.", "B:"); the first label appearing as a whole word; the first
+    option text appearing as whole words (the longer at one place). Whole words
+    only: "I don't know", "Not sure" and "I cannot tell" do not name "No".
     """
     t = text.strip()
     for i, lab in enumerate(labels):
@@ -96,13 +97,17 @@ def match_option(text: str, labels: list[str], option_texts: list[str]) -> int:
             return i
     hits = []
     for i, lab in enumerate(labels):
-        m = re.search(rf"\b{re.escape(lab)}\b", t, flags=re.IGNORECASE if len(lab) > 1 else 0)
+        m = re.search(rf"(?<!\w){re.escape(lab)}(?!\w)", t, flags=re.IGNORECASE if len(lab) > 1 else 0)
         if m:
             hits.append((m.start(), i))
     if hits:
         return min(hits)[1]
-    found = [(len(o), i) for i, o in enumerate(option_texts) if o and o.lower() in t.lower()]
-    return max(found)[1] if found else -1
+    found = []
+    for i, o in enumerate(option_texts):
+        m = re.search(rf"(?<!\w){re.escape(o.strip())}(?!\w)", t, flags=re.IGNORECASE) if o.strip() else None
+        if m:
+            found.append((m.start(), -len(o), i))
+    return min(found)[2] if found else -1
 
 
 def parse_judge_score(text: str) -> float | None:
@@ -258,7 +263,7 @@ class ChefModel(lmms):
                 outputs.append({"error": f"{type(exc).__name__}: {exc}"})
                 continue
             out = {"key": payload["key"], "group": payload.get("group"), "inferencer": payload["inferencer"],
-                   "desideratum": payload.get("desideratum"),
+                   "desideratum": payload.get("desideratum"), "scoring": payload.get("scoring"),
                    "inner": self.inner_name, "variants": []}
             outputs.append(out)
             for v in payload["variants"]:

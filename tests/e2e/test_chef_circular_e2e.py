@@ -69,6 +69,11 @@ def test_a_grouped_recipe_through_lmms_eval_reports_circular_accuracy(tmp_path):
     for group, r in zip(groups, responses):
         right[group] = right.get(group, True) and r["variants"][0]["pred"] == r["variants"][0]["gold"]
     assert m["acc_circular"] == pytest.approx(sum(right.values()) / 4)
+    # acc: ChEF's vanilla accuracy on the original questions (index < 1e6); acc_per_copy: every copy
+    hit = [r["variants"][0]["pred"] == r["variants"][0]["gold"] for r in responses]
+    orig = [h for h, r in zip(hit, responses) if r["scoring"]["original"]]
+    assert len(orig) == 4 and m["acc"] == pytest.approx(sum(orig) / 4)
+    assert m["acc_per_copy"] == pytest.approx(sum(hit) / 13)
 
 
 def glob_results(out):

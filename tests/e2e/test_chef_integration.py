@@ -98,7 +98,7 @@ def test_icl_riam_matches_its_accuracies(run):
     results, _ = run
     m = _metrics(results, "chef_icl_smoke")
     others = [m[k] for k in m if k.startswith("acc_") and k != "acc_rand"]
-    assert len(others) == 5  # random 1 and 2 shots, fixed, top-k text, top-k image
+    assert len(others) == 12  # ChEF's 12 settings: random, top-k text, fixed, top-k image x 1-3 shots
     acc_icl = sum(others) / len(others)
     if m["acc"] != m["acc_rand"]:
         assert m["riam"] == pytest.approx((acc_icl - m["acc"]) / (m["acc"] - m["acc_rand"]))

@@ -4,10 +4,12 @@
 (Figure 26) and the usual variants; an answer it cannot read is wrong and
 counted. :class:`AccuracyStats` keeps only counts, so it streams and merges.
 
-The authors' code reads only ``[[X]]`` by exact match (REFERENCE_NOTES). The fallbacks
-here read answers a describer formats otherwise, so every record says which rule read it
-(:data:`EXTRACTION_RULES`, first to last; ``"strict"`` is the authors' exact ``[[X]]``)
-and :class:`AccuracyStats` counts them, with the accuracy the strict rule alone gives.
+The authors' code (``process/pipeline.py`` ``extract_choice``) takes the *first* ``[[...]]``
+of the reply and scores it right only when its content equals the gold letter:
+:func:`authors_choice` is that rule and ``acc_strict`` its accuracy, overall and per level
+(``[[A]] or [[D]]`` reads A; ``[[ANSWER]] [[A]]``, ``[[b]] i.e. [[B]]`` and ``[[[C]]]`` are
+wrong). ``acc`` reads answers a describer formats otherwise too, so every record says which
+rule read it (:data:`EXTRACTION_RULES`, first to last) and :class:`AccuracyStats` counts them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _LEADING = re.compile(r"^\s*\(?([A-D])[.):]\s")
 _ANSWER_IS = re.compile(r"\b(?i:answer)\s*(?:is|:)\s*\(?([A-D])\b(?![a-z])")
 # the paper's template exactly: an upper-case letter between double brackets, nothing else
 _STRICT = re.compile(r"\[\[([A-D])\]\]")
+# the authors' extract_choice: the first double-bracketed span, lazily, on one line
+_AUTHORS = re.compile(r"\[\[(.*?)\]\]")
 
 #: the rules that read a letter, in the order they are tried (see :func:`extract_choice_by_rule`)
 EXTRACTION_RULES = ("strict", "bracket_variant", "single_bracket", "bare_letter", "option_label", "answer_is")
@@ -64,6 +68,14 @@ def extract_choice_by_rule(text: str | None) -> tuple[str | None, str | None]:
     return None, None
 
 
+def authors_choice(text: str | None) -> str | None:
+    """The content of the reply's first ``[[...]]`` as the authors' ``extract_choice`` reads it
+    (not upper-cased, not stripped), or None when there is none. ``acc_strict`` counts a reply
+    right only when this equals the gold letter."""
+    m = _AUTHORS.search(str(text)) if text else None
+    return m.group(1) if m else None
+
+
 def extract_choice(text: str | None) -> str | None:
     """The chosen letter A-D, or None when the response names none unambiguously
     (the rules of :func:`extract_choice_by_rule`)."""
@@ -74,15 +86,16 @@ def score_record(response: str | None, answer: str, level: str, aspect: str, cap
     """The small per-doc record the task keeps (everything aggregation needs)."""
     pred, rule = extract_choice_by_rule(response)
     return {"correct": int(pred == answer), "parsed": int(pred is not None), "pred": pred or "",
-            "rule": rule or "", "answer": answer, "level": level, "aspect": aspect, "capability": capability}
+            "rule": rule or "", "correct_strict": int(authors_choice(response) == answer),
+            "answer": answer, "level": level, "aspect": aspect, "capability": capability}
 
 
 class AccuracyStats:
     """Counts of correct / total per key, and of answers per extraction rule; mergeable.
 
     ``by_rule[rule]`` counts the answers each rule of :data:`EXTRACTION_RULES` read and
-    ``correct_strict`` the correct ones read by ``strict``, so :meth:`acc_strict` is the
-    accuracy of the authors' exact ``[[X]]`` extraction.
+    ``correct_strict`` (also per key, ``by_strict``) the replies right by the authors' rule
+    (:func:`authors_choice`), so :meth:`acc_strict` is the authors' accuracy.
     """
 
     def __init__(self) -> None:
@@ -91,6 +104,7 @@ class AccuracyStats:
         self.unparsed = 0
         self.correct_strict = 0
         self.by: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.by_strict: dict[str, int] = defaultdict(int)
         self.pred_letters: dict[str, int] = {x: 0 for x in LETTERS}
         self.by_rule: dict[str, int] = {r: 0 for r in EXTRACTION_RULES}
 
@@ -106,10 +120,13 @@ class AccuracyStats:
             if rule not in self.by_rule:
                 raise ValueError(f"record rule must be one of {EXTRACTION_RULES} or empty, got {rule!r}")
             self.by_rule[rule] += 1
-            self.correct_strict += c if rule == "strict" else 0
+        # records written before the authors' rule was kept have no correct_strict: 0
+        strict = int(rec.get("correct_strict", 0))
+        self.correct_strict += strict
         for key in (f"level:{rec['level']}", f"aspect:{rec['aspect']}", f"capability:{rec['capability']}"):
             self.by[key][0] += c
             self.by[key][1] += 1
+            self.by_strict[key] += strict
 
     def merge(self, other: AccuracyStats) -> AccuracyStats:
         self.n += other.n
@@ -121,6 +138,8 @@ class AccuracyStats:
         for k, (c, n) in other.by.items():
             self.by[k][0] += c
             self.by[k][1] += n
+        for k, c in other.by_strict.items():
+            self.by_strict[k] += c
         for x, n in other.pred_letters.items():
             self.pred_letters[x] += n
         return self
@@ -140,9 +159,13 @@ class AccuracyStats:
         c, n = self.by.get(key, (0, 0))
         return c / n if n else float("nan")
 
-    def acc_strict(self) -> float:
-        """Accuracy when only the paper's exact ``[[X]]`` counts (any other answer wrong)."""
-        return self.correct_strict / self.n if self.n else float("nan")
+    def acc_strict(self, key: str | None = None) -> float:
+        """The authors' accuracy (first ``[[...]]`` equals the gold letter), overall or for a
+        key as :meth:`acc`; NaN when no doc has that key."""
+        if key is None:
+            return self.correct_strict / self.n if self.n else float("nan")
+        n = self.by.get(key, (0, 0))[1]
+        return self.by_strict.get(key, 0) / n if n else float("nan")
 
     def breakdown(self) -> dict[str, float | int]:
         """``{"acc_<kind>:<name>": acc, "n_<kind>:<name>": n}`` for every key seen."""

@@ -48,6 +48,7 @@ __all__ = [
     "desideratum_stderr",
     "ece_equal_mass",
     "ece_equal_mass_weighted",
+    "equal_mass_bins",
     "match_ratio",
     "pope_metrics",
     "random_accuracy",
@@ -99,6 +100,20 @@ def ece_equal_mass(confidences: Iterable[float], correct: Iterable[float], n_bin
     """
     conf, corr = _pairs(confidences, correct)
     return float(ece_equal_mass_weighted(conf, corr, np.ones((1, conf.size)), n_bins)[0])
+
+
+def equal_mass_bins(confidences: Iterable[float], correct: Iterable[float], n_bins: int = 10) -> list[dict[str, float]]:
+    """The bins :func:`ece_equal_mass` averages over (ChEF's ``Acc_bins``/``Prob_bins``): per
+    bin its count, mean confidence and accuracy, in order of confidence. With fewer samples than
+    bins the last bins are empty (count 0, NaN means)."""
+    conf, corr = _pairs(confidences, correct)
+    order = np.argsort(conf, kind="stable")
+    rows = []
+    for part in np.array_split(order, n_bins):
+        rows.append({"count": float(part.size),
+                     "confidence": float(conf[part].mean()) if part.size else float("nan"),
+                     "accuracy": float(corr[part].mean()) if part.size else float("nan")})
+    return rows
 
 
 def ece_equal_mass_weighted(conf: np.ndarray, corr: np.ndarray, weights: np.ndarray, n_bins: int = 10) -> np.ndarray:

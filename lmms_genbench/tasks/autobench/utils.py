@@ -70,8 +70,12 @@ _METRICS = {
     "acc_hard": lambda stats: stats.acc("level:hard"),
     "n_docs": lambda stats: stats.n,
     "n_unparsed": lambda stats: stats.unparsed,
-    # how many answers each extraction rule read; acc_strict counts only the paper's [[X]]
+    # the authors' accuracy: the first [[...]] of the reply equals the gold letter
     "acc_strict": lambda stats: stats.acc_strict(),
+    "acc_strict_easy": lambda stats: stats.acc_strict("level:easy"),
+    "acc_strict_medium": lambda stats: stats.acc_strict("level:medium"),
+    "acc_strict_hard": lambda stats: stats.acc_strict("level:hard"),
+    # how many answers each extraction rule of acc read
     **{f"n_rule_{rule}": (lambda stats, rule=rule: stats.by_rule[rule]) for rule in EXTRACTION_RULES},
     "breakdown": lambda stats: stats.breakdown(),
     "pred_letters": lambda stats: stats.pred_letters,

@@ -40,8 +40,20 @@ TASKS = Path(__file__).resolve().parents[3] / "lmms_genbench" / "tasks" / "autob
 # ---------------------------------------------------------------- graph
 
 
-def test_graph_withholds_top_degree_words_and_the_list_only_grows():
+def test_graph_keeps_listed_words_by_default_as_the_authors():
     g = SemanticGraph()
+    assert g.add_round("Beach", ["sand", "Sun", "sea", "beach"]) == ["beach"]
+    assert g.degree("sand") == 1 and g.degree("beach") == 3
+    # round 2: beach 3, forest 3, then the first-seen degree-1 words; f(2) = 2 -> beach, forest
+    assert g.add_round("forest", ["tree", "sun", "moss"]) == ["forest"]
+    assert g.avoid_words == ["beach", "forest"]
+    # round 3: beach gains shell (and sun, tree again): beach 4, forest 3, sun 2 -> 3 words
+    assert g.add_round("beach", ["sun", "shell", "tree"]) == ["sun"]
+    assert g.avoid_words == ["beach", "forest", "sun"]
+
+
+def test_graph_withholds_top_degree_words_and_the_list_only_grows():
+    g = SemanticGraph(withhold=True)
     # round 1: beach-{sand, sun, sea}: beach has degree 3, f(1) = 1 word withheld
     assert g.add_round("Beach", ["sand", "Sun", "sea", "beach"]) == ["beach"]
     assert g.degree("sand") == 0 and g.degree("sun") == 0
@@ -296,6 +308,20 @@ def test_build_balances_letters_and_asks_qa_without_image(tmp_path):
     assert gen.calls == 6 * 2 + 6 * 1
     m = result.manifest
     assert m["n_items"] == 6 and m["n_planned"] == 12 and m["cost_this_run"]["images_drawn"] == 18
+
+
+def test_build_avoid_list_is_per_level_by_default_and_shared_on_request(tmp_path):
+    result, _ = _run(tmp_path / "a", ScriptedExaminer())
+    graphs = result.manifest["semantic_graphs"]
+    assert result.manifest["config"]["avoid_list"] == "per_level"
+    for per_aspect in graphs.values():  # a fresh graph per level, listed words kept in it
+        assert set(per_aspect) == {"easy", "medium"}
+        assert all(g["rounds"] == 3 and not g["withhold"] and len(g["excluded"]) <= 3 for g in per_aspect.values())
+    result, _ = _run(tmp_path / "b", ScriptedExaminer(), avoid_list="shared_withheld")
+    shared = next(iter(result.manifest["semantic_graphs"].values()))
+    assert shared["rounds"] == 6 and shared["withhold"]
+    with pytest.raises(ValueError, match="avoid_list"):
+        _cfg(avoid_list="none")
 
 
 def test_build_drops_and_counts_malformed_and_failed_items(tmp_path):

@@ -99,6 +99,7 @@ def test_scenarios_without_a_group_rule_keep_one_group_per_row():
 def _response(payload, preds):
     """What the chef model answers: it echoes the payload's key and group (chef.generate_until)."""
     return json.dumps({"key": payload["key"], "group": payload.get("group"), "inferencer": payload["inferencer"], "desideratum": payload["desideratum"],
+                       "scoring": payload.get("scoring"),
                        "variants": [{"name": v["name"], "gold": v["gold"], "n_options": len(v["options"]), "pred": p}
                                     for v, p in zip(payload["variants"], preds)]})
 
@@ -118,7 +119,11 @@ def test_acc_circular_scores_a_group_only_when_every_copy_is_right(docs):
                                              Loader=_Loader)["metric_list"]}
     assert set(items) == listed
     assert scoring.aggregate(items["acc_circular"]) == 0.5  # questions 0 and 2
-    assert scoring.aggregate(items["acc"]) == pytest.approx(10 / 13)  # per copy
+    # acc: ChEF's vanilla accuracy on the original questions (index < 1e6; 3 wrong); per copy: 10 of 13
+    assert scoring.aggregate(items["acc"]) == pytest.approx(3 / 4)
+    assert scoring.aggregate(items["acc_per_copy"]) == pytest.approx(10 / 13)
+    # lmms-eval's per-sample score (--baseline) exists for the rows acc counts: the originals
+    assert sum("score" in rec for _, rec in items["acc"]) == 4
     assert scoring.aggregate(items["n_groups"]) == 4 and scoring.aggregate(items["n_docs"]) == 13
 
 

@@ -68,10 +68,12 @@ def test_verbalizer_prompt_and_labels(docs):
     _, rec = _task("chef_insfollow_smoke")
     variants = {v["name"]: v for v in R.render(docs[0], rec)["variants"]}
     v = variants["natural_numbers"]
-    assert 'If the answer is "A", you need to output "1".' in v["prompt"]
-    assert v["options"] == ["1", "2", "3", "4"]
-    assert variants["unnatural_rotated"]["options"] == ["B", "C", "D", "A"]
-    assert variants["base"]["options"][0] == "(A) a space suit"
+    # ChEF's sentence and continuations ("The answer is {option}", its "(A"-style PPL options)
+    assert 'If the answer is "(A)", you need to output "1". ' in v["prompt"]
+    assert v["options"] == ["The answer is 1", "The answer is 2", "The answer is 3", "The answer is 4"]
+    assert variants["unnatural_rotated"]["labels"] == ["(B", "(C", "(D", "(A"]
+    assert variants["neutral_words"]["labels"] == ["foo", "dog", "hip", "oh"]
+    assert variants["base"]["options"][0] == "The answer is (A"
 
 
 def test_in_context_examples_never_include_the_query(docs):
@@ -85,7 +87,8 @@ def test_in_context_examples_never_include_the_query(docs):
     assert R.retrieve(docs[5], rec, "fixed", 2, 0) == R.retrieve(docs[4], rec, "fixed", 2, 0) == [0, 1]
     payload = R.render(docs[0], rec)
     one = next(v for v in payload["variants"] if v["name"] == "random_1")
-    assert one["prompt"].count("Answer: (") == 1 and one["visuals"][-1] == 0
+    # the example's answer is ChEF's template with its "(A)"
+    assert one["prompt"].count("\nThe answer is (") == 1 and one["visuals"][-1] == 0
 
 
 def test_scenario_mapping_errors_name_the_problem():
@@ -158,7 +161,9 @@ def test_aggregates_by_hand():
     cal = [r.replace("hallucination", "calibration") for r in pope]
     # equal-mass with 4 samples: one per bin; gaps 0.1 + 0.6 + 0.3 + 0.8 over 4
     assert _aggregate(cal, "ece") == pytest.approx((0.1 + 0.6 + 0.3 + 0.8) / 4)
-    assert _aggregate(cal, "bin9_n") == 1 and _aggregate(cal, "bin6_acc") == 0.0
+    # the exported bins are the ECE's: 4 samples fill bins 0-3 in order of confidence (0.6 .. 0.9)
+    assert _aggregate(cal, "bin0_n") == 1 and _aggregate(cal, "bin0_acc") == 0.0 and _aggregate(cal, "bin3_acc") == 1.0
+    assert _aggregate(cal, "bin0_conf") == 0.6 and _aggregate(cal, "bin9_n") == 0 and _aggregate(cal, "bin9_acc") is None
 
 
 def test_hallucination_metrics_carry_the_names_of_lmms_eval_s_pope_task():

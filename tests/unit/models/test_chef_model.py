@@ -137,3 +137,33 @@ def test_a_visual_layout_mismatch_fails_the_doc():
     model.task_dict = {"t": {"s": [{}]}}
     (out,) = model.generate_until([_with_visual(_request("ppl"), lambda doc: [])])
     assert "0 visual slots, the payload lays out 1" in json.loads(out)["error"]
+
+
+def _pope_request(inferencer, gold):
+    payload = {"chef": 1, "key": "k", "group": None, "inferencer": inferencer, "desideratum": "hallucination",
+               "scoring": {"copies": "original", "chance": None, "original": True},
+               "answer_prompt": "Answer:", "judge_samples": 0, "question": "Is there a dog?", "gold_text": "No",
+               "variants": [{"name": "base", "prompt": "Is there a dog?", "options": ["Yes", "No"],
+                             "labels": ["A", "B"], "option_texts": ["Yes", "No"], "gold": gold, "visuals": [0]}],
+               "n_visuals": 1}
+    return Instance(request_type="generate_until",
+                    arguments=(json.dumps(payload), {"max_new_tokens": 8}, lambda doc: ["img"], 0, "t", "s"),
+                    idx=0, metadata={"task": "t", "doc_id": 0, "repeats": 1})
+
+
+@pytest.mark.parametrize("inferencer", ["direct", "cot"])
+@pytest.mark.parametrize("answer", ["I don't know.", "Not sure.", "I cannot tell."])
+def test_free_text_naming_no_option_is_never_a_no(inferencer, answer):
+    from lmms_genbench.chef import results
+
+    model = _model(ScriptedInner({}, answer=answer))
+    model.task_dict = {"t": {"s": [{}]}}
+    for gold in (0, 1):  # the truth Yes, then No: the answer is wrong both times
+        (out,) = model.generate_until([_pope_request(inferencer, gold)])
+        assert json.loads(out)["variants"][0]["pred"] == -1
+        rec = results.process_results({}, [out])
+        assert results.aggregate([rec["pope_accuracy"]]) == 0.0 and results.aggregate([rec["n_unmatched"]]) == 1
+    model = _model(ScriptedInner({}, answer="No, there is none."))
+    model.task_dict = {"t": {"s": [{}]}}
+    (out,) = model.generate_until([_pope_request(inferencer, 1)])
+    assert results.aggregate([results.process_results({}, [out])["pope_accuracy"]]) == 1.0
