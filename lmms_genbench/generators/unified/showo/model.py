@@ -261,11 +261,14 @@ class ShowoUnified:
             return self.vq.decode(codes.to(self._device))
 
     def _draw(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
-        torch = self._torch
         pixels = self.decode_pixels(self.draw_codes([p for p, _ in chunk], [s for _, s in chunk]))
-        # as inference_t2i.py: clamp((x + 1) / 2) * 255, truncated to uint8
+        return [check_image(image, False) for image in self.to_images(pixels)]
+
+    def to_images(self, pixels) -> list[Image.Image]:
+        """Decoded pixels as PIL images, as inference_t2i.py: clamp((x + 1) / 2) * 255, truncated."""
+        torch = self._torch
         arrays = (torch.clamp((pixels.float() + 1.0) / 2.0, 0.0, 1.0) * 255.0).permute(0, 2, 3, 1).cpu().numpy()
-        return [check_image(Image.fromarray(a.astype("uint8")), False) for a in arrays]
+        return [Image.fromarray(a.astype("uint8")) for a in arrays]
 
     def _free_memory(self) -> None:
         if self._torch.cuda.is_available():
