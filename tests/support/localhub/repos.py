@@ -53,6 +53,15 @@ def _smoke_family(family: str) -> Callable[[Path], Path]:
     return build
 
 
+def _parity(path: str) -> Callable[[Path], Path]:
+    """A committed folder of tests/support/data/parity/ (tiny checkpoints the authors' code wrote)."""
+
+    def build(cache: Path | None, root: Path) -> Path:
+        return Path(__file__).resolve().parents[1] / "data" / "parity" / path
+
+    return build
+
+
 def _saved(name: str, write: Callable[[Path], None]) -> Callable[[Path], Path]:
     """A folder ``<root>/models/<name>`` written once by ``write`` (a marker says it is done)."""
 
@@ -132,6 +141,10 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "llava-hf/llava-1.5-7b-hf": _smoke_llava,
     "Qwen/Qwen2.5-VL-7B-Instruct": _smoke_describer("qwen2_5_vl"),
     "deepseek-community/Janus-Pro-7B": _smoke_janus,
+    # Show-o's three repositories (configs/showo_demo_512x512.yaml), as the authors' code wrote them
+    "showlab/show-o-512x512": _parity("showo/show-o-512x512"),
+    "showlab/magvitv2": _parity("showo/magvitv2"),
+    "microsoft/phi-1_5": _parity("showo/phi-1_5"),
     "black-forest-labs/FLUX.1-schnell": _smoke_family("flux"),
     "stabilityai/stable-diffusion-3.5-medium": _smoke_family("sd3"),
     "stabilityai/stable-diffusion-3.5-large": _smoke_family("sd3"),
