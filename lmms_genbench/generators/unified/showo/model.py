@@ -35,12 +35,6 @@ from ..base import DescribeResult, run_isolated
 
 #: configs/showo_demo_512x512.yaml: model.showo.pretrained_model_path, vq_model_name, llm_model_path
 PRETRAINED, VQ_MODEL, TOKENIZER = "showlab/show-o-512x512", "showlab/magvitv2", "microsoft/phi-1_5"
-#: the files each repository is read for
-FILES = {
-    "pretrained": ("config.json", "pytorch_model.safetensors"),
-    "vq_model": ("config.json", "pytorch_model.safetensors"),
-    "tokenizer": ("config.json", "tokenizer_config.json"),
-}
 
 
 class ShowoUnified:
@@ -111,6 +105,15 @@ class ShowoUnified:
         probe._check(pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
                      generation_timesteps, image_temperature, temperature, max_new_tokens)
         return GeneratorPlan(probe.name, probe.batch_size)
+
+    @classmethod
+    def weights(cls, pretrained: str = PRETRAINED, vq_model: str = VQ_MODEL, tokenizer: str = TOKENIZER,
+                **_settings: Any) -> list[tuple[str, str, str]]:
+        """``(argument, hub id or folder, a file it must hold)`` for each repository a run reads
+        (``lmms-genbench check`` asks the Hub about each)."""
+        return [("pretrained", str(pretrained), "pytorch_model.safetensors"),
+                ("vq_model", str(vq_model), "pytorch_model.safetensors"),
+                ("tokenizer", str(tokenizer), "tokenizer_config.json")]
 
     def _check(self, pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
                generation_timesteps, image_temperature, temperature, max_new_tokens) -> None:
