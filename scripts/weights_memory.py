@@ -23,6 +23,8 @@ def components() -> dict[str, dict[str, int]]:
     import diffusers
     import transformers as tf
 
+    from lmms_genbench.generators.unified.showo import real as showo
+
     clip_l = lambda: tf.CLIPTextModel(tf.CLIPTextConfig(hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
                                                          num_attention_heads=12, projection_dim=768))
     clip_l_proj = lambda: tf.CLIPTextModelWithProjection(tf.CLIPTextConfig(
@@ -65,6 +67,10 @@ def components() -> dict[str, dict[str, int]]:
         "FLUX.1-dev / schnell": {"transformer": _count(flux), "T5-XXL encoder": _count(t5_xxl),
                                  "CLIP-L": _count(clip_l), "VAE": _count(vae16)},
         "SDXL": {"UNet": _count(sdxl_unet), "CLIP-L": _count(clip_l), "CLIP-G": _count(clip_g), "VAE": _count(vae4)},
+        # showlab/show-o-512x512 + showlab/magvitv2 (both halves of unified=showo; the tokenizer runs
+        # in float32: 0.4 GB): lmms_genbench/generators/unified/showo/real.py
+        "Show-o 512x512 (unified)": {"Phi-1.5 transformer": _count(showo.language_model),
+                                     "MAGVIT-v2": _count(showo.image_tokenizer)},
     }
 
 
