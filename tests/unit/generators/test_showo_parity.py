@@ -27,8 +27,18 @@ LOGITS_TOL = 1e-5
 PIXELS_TOL = 1e-4
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # tiny matrices: torch's worker threads only wait on each other (tens of times slower on a
+    # busy machine); the numbers do not depend on the thread count here
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
-def showo():
+def showo(one_thread):
     return build_unified("showo", pretrained=str(ROOT / "show-o-512x512"), vq_model=str(ROOT / "magvitv2"),
                          tokenizer=str(ROOT / "phi-1_5"), device="cpu", dtype="float32")
 
@@ -129,3 +139,21 @@ def test_the_resize_is_torchvisions():
                                      transforms.CenterCrop((size, size)), transforms.ToTensor(),
                                      transforms.Normalize([0.5] * 3, [0.5] * 3)])(image)
         assert torch.allclose(ours, theirs, atol=1e-6)
+
+
+def test_a_long_prompt_is_cut_and_a_short_one_padded_as_the_authors_do(showo):
+    from lmms_genbench.generators.unified.showo.omni import MAX_TEXT_LEN, t2i_mask
+
+    vocab = showo.vocab
+    long_row = vocab.t2i_row("a dog in the park " * 60, 4)
+    short_row = vocab.t2i_row("a dog", 4)
+    for row in (long_row, short_row):  # 129 text tokens, <|soi|>, the codes, <|eoi|>
+        assert len(row) == MAX_TEXT_LEN + 1 + 1 + 4 + 1 and row[MAX_TEXT_LEN + 1] == vocab.soi
+        assert row[MAX_TEXT_LEN] == vocab.eos and row[-1] == vocab.eoi and row[-5:-1] == [vocab.mask] * 4
+    assert long_row[:2] == [vocab.t2i, vocab.bos] and vocab.pad not in long_row
+    assert short_row[0] == vocab.pad and short_row.count(vocab.t2i) == 1
+    allowed = t2i_mask(torch.tensor([long_row, short_row]), vocab, torch.float32)[:, 0] == 0
+    pads = torch.tensor(short_row) == vocab.pad
+    # nothing after the padding and no image token sees it; image tokens see every other token
+    assert not allowed[1][~pads][:, pads].any() and allowed[1][-3][~pads].all() and allowed[0][-3].all()
+    assert not allowed[0][5, 6:].any()  # text is causal
