@@ -117,3 +117,9 @@ def test_a_unified_model_reading_several_repositories_has_each_checked():
     ]
     janus = Role("unified", "janus", {"pretrained": "deepseek-community/Janus-Pro-7B"}, "unified.")
     assert [w[1:] for w in weights_needed(janus)] == [("deepseek-community/Janus-Pro-7B", None, "config.json")]
+
+
+def test_a_native_unified_models_default_device_is_cuda():
+    problem = device_problem([Role("unified", "showo", {}, "unified.")], cuda_devices=0)
+    assert problem is not None and "unified.device=cuda (its default)" in problem.cause
+    assert "unified.device=cpu" in problem.fix
