@@ -45,9 +45,11 @@ class ShowoUnified:
         vq_model: the MAGVIT-v2 tokenizer, hub id or folder (default ``showlab/magvitv2``).
         tokenizer: Phi-1.5's tokenizer and config, hub id or folder (default ``microsoft/phi-1_5``).
         device: torch device; a missing accelerator is an error, never a silent CPU run.
-        dtype: the transformer's dtype: ``auto`` (bfloat16 on CUDA where supported, else float16
-            on CUDA/MPS, else float32), ``float16``, ``bfloat16`` or ``float32``. The tokenizer
-            runs in float32 always, as the authors' scripts run it.
+        dtype: the transformer's dtype, ``float32`` by default: the authors' scripts run the
+            published float32 weights as they are (5.8 GB); ``bfloat16`` halves that at some
+            drift from their numbers; ``auto`` (bfloat16 on CUDA where supported, else float16 on
+            CUDA/MPS, else float32) and ``float16`` are accepted too. The image tokenizer runs in
+            float32 always, as in the authors' scripts.
         batch_size: images described, or prompts drawn, per forward batch.
         guidance_scale: classifier-free guidance, logits = (1 + s) cond - s uncond; 0 turns it
             off (the README's 512 x 512 command: ``guidance_scale=5``).
@@ -72,7 +74,7 @@ class ShowoUnified:
         vq_model: str = VQ_MODEL,
         tokenizer: str = TOKENIZER,
         device: str = "cuda",
-        dtype: str = "auto",
+        dtype: str = "float32",
         batch_size: int = 4,
         guidance_scale: float = 5.0,
         generation_timesteps: int = 50,
@@ -97,7 +99,7 @@ class ShowoUnified:
 
     @classmethod
     def plan(cls, pretrained: str = PRETRAINED, vq_model: str = VQ_MODEL, tokenizer: str = TOKENIZER,
-             device: str = "cuda", dtype: str = "auto", batch_size: int = 4, guidance_scale: float = 5.0,
+             device: str = "cuda", dtype: str = "float32", batch_size: int = 4, guidance_scale: float = 5.0,
              generation_timesteps: int = 50, image_temperature: float = 1.0, temperature: float = 0.0,
              max_new_tokens: int = 100) -> GeneratorPlan:
         """Name and batch size, every argument and the device checked, no weights loaded."""

@@ -30,7 +30,7 @@ def language_model(device: str | torch.device = "meta", dtype: torch.dtype = tor
     from transformers import PhiConfig, PhiForCausalLM
 
     config = PhiConfig(**{**PHI_1_5, "vocab_size": SHOWO_512["vocab_size"]}, qk_layernorm=True)
-    with torch.device(device):  # built in ``dtype``: a float32 copy of 5.8 GB is never made
+    with torch.device(device):  # built in ``dtype`` (no float32 copy first)
         return PhiForCausalLM._from_config(config, dtype=dtype).eval()
 
 
@@ -39,7 +39,7 @@ def image_tokenizer(device: str | torch.device = "meta") -> MagvitV2:
         return MagvitV2(REAL_GEOMETRY).eval()
 
 
-def random_showo(device: str = "cuda", dtype: str = "bfloat16", tokenizer: str | None = None, **settings):
+def random_showo(device: str = "cuda", dtype: str = "float32", tokenizer: str | None = None, **settings):
     """A :class:`~.model.ShowoUnified` at the published size with random weights (512 px, 1024
     codes, 50 steps, guidance 5 unless ``settings`` say otherwise).
 
