@@ -89,6 +89,12 @@ def test_understanding_matches_the_authors(showo):
     text = showo.describe([Image.open(ROOT / EXPECTED["image"])], mmu["question"],
                           {"max_new_tokens": mmu["max_new_tokens"], "temperature": 0})
     assert text == [mmu["greedy_text"].strip()]
+    # batched with another image, each description is the one it gets alone
+    image = Image.open(ROOT / EXPECTED["image"])
+    other = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    settings = {"max_new_tokens": mmu["max_new_tokens"], "temperature": 0}
+    assert showo.describe([image, other], mmu["question"], settings) == \
+        text + showo.describe([other], mmu["question"], settings)
 
 
 def test_generation_matches_the_authors_and_each_image_is_its_own(showo):
