@@ -163,3 +163,20 @@ def test_a_long_prompt_is_cut_and_a_short_one_padded_as_the_authors_do(showo):
     # nothing after the padding and no image token sees it; image tokens see every other token
     assert not allowed[1][~pads][:, pads].any() and allowed[1][-3][~pads].all() and allowed[0][-3].all()
     assert not allowed[0][5, 6:].any()  # text is causal
+
+
+def test_a_wrong_folder_or_the_clip_variant_is_one_clear_error(tmp_path):
+    import shutil
+
+    from lmms_genbench.core.failures import GeneratorConfigError
+
+    folders = {"pretrained": str(ROOT / "show-o-512x512"), "vq_model": str(ROOT / "magvitv2"),
+               "tokenizer": str(ROOT / "phi-1_5"), "device": "cpu"}
+    with pytest.raises(GeneratorConfigError, match="phi-1_5 has no pytorch_model.safetensors"):
+        build_unified("showo", **{**folders, "vq_model": str(ROOT / "phi-1_5")})
+    clip = tmp_path / "show-o-w-clip"
+    shutil.copytree(ROOT / "show-o-512x512", clip)
+    config = json.loads((clip / "config.json").read_text())
+    (clip / "config.json").write_text(json.dumps({**config, "w_clip_vit": True}))
+    with pytest.raises(GeneratorConfigError, match="CLIP-ViT variant"):
+        build_unified("showo", **{**folders, "pretrained": str(clip)})
