@@ -180,3 +180,6 @@ def test_a_wrong_folder_or_the_clip_variant_is_one_clear_error(tmp_path):
     (clip / "config.json").write_text(json.dumps({**config, "w_clip_vit": True}))
     with pytest.raises(GeneratorConfigError, match="CLIP-ViT variant"):
         build_unified("showo", **{**folders, "pretrained": str(clip)})
+    (clip / "config.json").write_text(json.dumps({**config, "llm_vocab_size": config["llm_vocab_size"] - 1}))
+    with pytest.raises(GeneratorConfigError, match="not the tokenizer it was trained with"):
+        build_unified("showo", **{**folders, "pretrained": str(clip)})

@@ -53,11 +53,12 @@ def read_state(repo: str, dtype: torch.dtype, prefix: str = "", device: str | to
     return state
 
 
-def load_vocab(tokenizer: str, llm_vocab_size: int, codebook_size: int) -> ShowoVocab:
-    """Phi-1.5's tokenizer with Show-o's eleven tokens added (left padding, as the authors')."""
+def load_vocab(tokenizer: str, llm_vocab_size: int, codebook_size: int, exact: bool = True) -> ShowoVocab:
+    """Phi-1.5's tokenizer with Show-o's ten tokens added (left padding, as the authors')."""
     from transformers import AutoTokenizer
 
-    return ShowoVocab(AutoTokenizer.from_pretrained(tokenizer, padding_side="left"), llm_vocab_size, codebook_size)
+    return ShowoVocab(AutoTokenizer.from_pretrained(tokenizer, padding_side="left"), llm_vocab_size, codebook_size,
+                      exact)
 
 
 def build_language_model(tokenizer: str, pretrained: str, vocab_size: int, device: torch.device, dtype: str):

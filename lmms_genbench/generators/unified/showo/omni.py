@@ -30,7 +30,7 @@ MAX_TEXT_LEN = 128
 class ShowoVocab:
     """The ids of Show-o's special tokens, and its tokenizer with them added."""
 
-    def __init__(self, tokenizer, llm_vocab_size: int, codebook_size: int) -> None:
+    def __init__(self, tokenizer, llm_vocab_size: int, codebook_size: int, exact: bool = True) -> None:
         # as UniversalPrompting: the pad token first, then the task tokens, appended in order
         tokenizer.add_special_tokens({"pad_token": PAD_TOKEN})
         tokenizer.add_tokens(list(SPECIAL_TOKENS))
@@ -43,9 +43,13 @@ class ShowoVocab:
         self.image_offset = llm_vocab_size + 1 + len(SPECIAL_TOKENS)
         self.codebook_size = codebook_size
         self.mask = self.image_offset + codebook_size  # the last id of the resized vocabulary
-        if max(ids) >= self.image_offset:
-            raise ValueError(f"the tokenizer has {len(tokenizer)} tokens with Show-o's ten added; the checkpoint's "
-                             f"llm_vocab_size {llm_vocab_size} puts image codes from id {self.image_offset}")
+        # the checkpoint learned its [PAD] and task tokens at llm_vocab_size and on: a tokenizer of
+        # another length would read other rows (exact=False: random weights, where only sizes count)
+        expected = list(range(llm_vocab_size, self.image_offset))
+        if (ids != expected) if exact else max(ids) >= self.image_offset:
+            raise ValueError(f"the tokenizer has {len(tokenizer)} tokens with Show-o's ten added (ids {ids[0]}.."
+                             f"{ids[-1]}); the checkpoint's llm_vocab_size {llm_vocab_size} expects them at "
+                             f"{expected[0]}..{expected[-1]}: not the tokenizer it was trained with")
 
     def text_ids(self, text: str) -> list[int]:
         ids = list(self.tokenizer(text)["input_ids"])
