@@ -162,7 +162,7 @@ class ShowoUnified:
                                        f"llm_vocab_size + 10 + codebook_size + 1 = {self.vocab.mask + 1}")
         self.lm = build_language_model(self.tokenizer_id, self.pretrained, int(shown["vocab_size"]),
                                        self._device, self.dtype)
-        # the tokenizer stays float32, as the authors' scripts run it (it is small)
+        # the image tokenizer stays float32, as the authors' scripts run it (it is small)
         self.vq = build_magvit(read_state(self.vq_model, self._torch.float32)).to(self._device)
         if self.vq.codebook_size != self.vocab.codebook_size:
             raise GeneratorConfigError(f"unified.vq_model: {self.vq_model!r} has {self.vq.codebook_size} codes; "
