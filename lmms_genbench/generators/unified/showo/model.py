@@ -25,7 +25,7 @@ from typing import Any
 from PIL import Image
 
 from ....core.args import as_choice, as_float, as_int, as_str
-from ....core.deps import require
+from ....core.deps import MissingDependencyError, require
 from ....core.failures import GeneratorConfigError
 from ....core.keys import generator_name
 from ...base import GenerationResult
@@ -87,7 +87,7 @@ class ShowoUnified:
         torch = self._torch
         try:
             self._load()
-        except GeneratorConfigError:
+        except (GeneratorConfigError, MissingDependencyError):
             raise
         except Exception as exc:  # no such folder or id, not a Show-o checkpoint, ...
             raise GeneratorConfigError(f"unified: cannot load Show-o from pretrained={self.pretrained!r}, "
@@ -148,6 +148,8 @@ class ShowoUnified:
     # -- loading ---------------------------------------------------------------
 
     def _load(self) -> None:
+        for module in ("transformers", "safetensors"):
+            require(module, "the showo unified model")
         from .loading import build_language_model, load_vocab, read_json, read_state
         from .magvit import build_magvit
 
