@@ -26,6 +26,7 @@ def components() -> dict[str, dict[str, int]]:
     from lmms_genbench.generators.unified.janus_deepseek import (
         real_config as janus13_config,
     )
+    from lmms_genbench.generators.unified.showo import real as showo
 
     clip_l = lambda: tf.CLIPTextModel(tf.CLIPTextConfig(hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
                                                          num_attention_heads=12, projection_dim=768))
@@ -71,6 +72,10 @@ def components() -> dict[str, dict[str, int]]:
         "SDXL": {"UNet": _count(sdxl_unet), "CLIP-L": _count(clip_l), "CLIP-G": _count(clip_g), "VAE": _count(vae4)},
         # deepseek-ai/Janus-1.3B's config.json with the tower and VQ sizes DeepSeek's code holds (real_config)
         "Janus 1.3B (unified)": {"model": _count(lambda: tf.JanusForConditionalGeneration(janus13_config()))},
+        # showlab/show-o-512x512 + showlab/magvitv2 (both halves of unified=showo; the tokenizer runs
+        # in float32: 0.4 GB): lmms_genbench/generators/unified/showo/real.py
+        "Show-o 512x512 (unified)": {"Phi-1.5 transformer": _count(showo.language_model),
+                                     "MAGVIT-v2": _count(showo.image_tokenizer)},
     }
 
 

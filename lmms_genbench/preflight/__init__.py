@@ -38,7 +38,7 @@ def check_run(model: str, model_args: dict[str, Any], tasks: Sequence[str], outp
         key_problems,
         roles_of,
         setting_problems,
-        weights_of,
+        weights_needed,
     )
     from .tasks import folder_problem, hub_datasets
 
@@ -47,10 +47,13 @@ def check_run(model: str, model_args: dict[str, Any], tasks: Sequence[str], outp
     probes: list[HubProbe] = []  # made at the first Hub id: a run that needs none never asks
 
     def weights_problem(role) -> Problem | None:
-        weights = weights_of(role)
-        if weights is None:
-            return None
-        what, value, revision, needed = weights
+        for weights in weights_needed(role):
+            found = one_weights_problem(role, *weights)
+            if found is not None:
+                return found
+        return None
+
+    def one_weights_problem(role, what, value, revision, needed) -> Problem | None:
         if _looks_local(value):
             if Path(value).expanduser().is_dir():
                 return None

@@ -13,7 +13,8 @@ from typing import Any
 from ..core.errors import WEIGHT_ARGS, ActionableError, describe
 from .problems import Problem
 
-__all__ = ["API_KEYS", "Role", "device_problem", "key_problems", "roles_of", "setting_problems", "weights_of"]
+__all__ = ["API_KEYS", "Role", "device_problem", "key_problems", "roles_of", "setting_problems", "weights_needed",
+           "weights_of"]
 
 #: lmms-eval API describers and the variable holding their key (their classes read these)
 API_KEYS = {"openai": "OPENAI_API_KEY", "gpt4v": "OPENAI_API_KEY", "claude": "ANTHROPIC_API_KEY",
@@ -147,8 +148,8 @@ def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> 
     asking, cpu = [], []
     for role in roles:
         defaults = dict(role.defaults) if role.kind == "describer" else {}
-        if role.name in ("diffusers", "janus"):
-            defaults["device"] = "cuda"  # these backends' default
+        if role.name == "diffusers" or role.kind == "unified" and not role.name.startswith("lmms:"):
+            defaults["device"] = "cuda"  # these backends' default (every native unified class's)
         # what the user gave first, then the class's defaults
         candidates = [(k, role.args[k], True) for k in ("device", "device_map") if k in role.args]
         candidates += [(k, defaults.get(k), False) for k in ("device", "device_map") if k not in role.args]
@@ -200,3 +201,19 @@ def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:
             what = f"{role.prefix}{key}={value}" + (" (the class default)" if default else "")
             return what, value, role.args.get("revision") or None, needed
     return None
+
+
+def weights_needed(role: Role) -> list[tuple[str, str, str | None, str]]:
+    """Every ``(what, value, revision, needed file)`` a role loads: a unified model that reads
+    several repositories lists them (its class's ``weights``, e.g. Show-o's transformer,
+    tokenizer and image tokenizer), any other role its one :func:`weights_of`."""
+    if role.kind == "unified":
+        from ..generators.unified.registry import unified_weights
+
+        listed = unified_weights(role.name, role.args)
+        if listed is not None:
+            revision = role.args.get("revision") or None
+            return [(f"{role.prefix}{arg}={value}" + ("" if arg in role.args else " (the class default)"), value,
+                     revision if arg == "pretrained" else None, needed) for arg, value, needed in listed]
+    one = weights_of(role)
+    return [one] if one is not None else []

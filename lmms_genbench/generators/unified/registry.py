@@ -11,7 +11,7 @@ from .base import UnifiedModel
 
 # imported on first use, so listing names costs nothing; arguments are spelled unified.<arg>
 UNIFIED_MODELS = Registry(
-    {"janus": ".janus:JanusUnified"},
+    {"janus": ".janus:JanusUnified", "showo": ".showo:ShowoUnified"},
     package=__package__,
     what="unified",
     context="unified={}",
@@ -67,3 +67,13 @@ def unified_concurrency(name: str) -> bool:
     if _lmms_type(name) is not None:
         return False
     return bool(getattr(UNIFIED_MODELS.load(UNIFIED_MODELS.canonical(name)), "concurrent", False))
+
+
+def unified_weights(name: str, kwargs: dict[str, Any]) -> list[tuple[str, str, str]] | None:
+    """``(argument, hub id or folder, a file it must hold)`` for every repository unified model
+    ``name`` reads with ``kwargs``, from its class's ``weights`` classmethod (no weights loaded);
+    None for a class without one (its ``pretrained`` is then the one to check)."""
+    if _lmms_type(name) is not None or not isinstance(name, str) or name.strip().lower() not in unified_names():
+        return None  # an unknown name is the settings check's to report
+    listed = getattr(UNIFIED_MODELS.load(UNIFIED_MODELS.canonical(name)), "weights", None)
+    return None if listed is None else listed(**kwargs)

@@ -44,16 +44,20 @@ def _smoke_janus(cache: Path | None, root: Path) -> Path:
     return tiny_janus_path(cache)
 
 
-def _parity_janus13(cache: Path | None, root: Path) -> Path:
-    """The tiny checkpoint DeepSeek's own code built in deepseek-ai/Janus-1.3B's layout (committed)."""
-    return Path(__file__).resolve().parents[1] / "data" / "parity" / "janus13" / "Janus-1.3B"
-
-
 def _smoke_family(family: str) -> Callable[[Path], Path]:
     def build(cache: Path | None, root: Path) -> Path:
         from lmms_genbench.smoke.pipelines import tiny_family_path
 
         return tiny_family_path(family, cache)
+
+    return build
+
+
+def _parity(path: str) -> Callable[[Path], Path]:
+    """A committed folder of tests/support/data/parity/ (tiny checkpoints the authors' code wrote)."""
+
+    def build(cache: Path | None, root: Path) -> Path:
+        return Path(__file__).resolve().parents[1] / "data" / "parity" / path
 
     return build
 
@@ -137,7 +141,12 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "llava-hf/llava-1.5-7b-hf": _smoke_llava,
     "Qwen/Qwen2.5-VL-7B-Instruct": _smoke_describer("qwen2_5_vl"),
     "deepseek-community/Janus-Pro-7B": _smoke_janus,
-    "deepseek-ai/Janus-1.3B": _parity_janus13,
+    # the tiny checkpoint DeepSeek's own code built in deepseek-ai/Janus-1.3B's layout
+    "deepseek-ai/Janus-1.3B": _parity("janus13/Janus-1.3B"),
+    # Show-o's three repositories (configs/showo_demo_512x512.yaml), as the authors' code wrote them
+    "showlab/show-o-512x512": _parity("showo/show-o-512x512"),
+    "showlab/magvitv2": _parity("showo/magvitv2"),
+    "microsoft/phi-1_5": _parity("showo/phi-1_5"),
     "black-forest-labs/FLUX.1-schnell": _smoke_family("flux"),
     "stabilityai/stable-diffusion-3.5-medium": _smoke_family("sd3"),
     "stabilityai/stable-diffusion-3.5-large": _smoke_family("sd3"),

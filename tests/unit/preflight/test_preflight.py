@@ -104,3 +104,22 @@ def test_unwritable_folders_are_found_without_writing_the_store(tmp_path, monkey
     problems = preflight._store_problems("cycle", {"artifacts": str(tmp_path / "a" / "b")}, None)
     assert [p.cause for p in problems] == [f"the artifact store {tmp_path}/a/b cannot be written (No space left on device)"]
     assert not (tmp_path / "a").exists()
+
+
+def test_a_unified_model_reading_several_repositories_has_each_checked():
+    from lmms_genbench.preflight.roles import weights_needed
+
+    role = Role("unified", "showo", {"pretrained": "/nowhere/show-o", "device": "cpu"}, "unified.")
+    assert weights_needed(role) == [
+        ("unified.pretrained=/nowhere/show-o", "/nowhere/show-o", None, "pytorch_model.safetensors"),
+        ("unified.vq_model=showlab/magvitv2 (the class default)", "showlab/magvitv2", None, "pytorch_model.safetensors"),
+        ("unified.tokenizer=microsoft/phi-1_5 (the class default)", "microsoft/phi-1_5", None, "tokenizer_config.json"),
+    ]
+    janus = Role("unified", "janus", {"pretrained": "deepseek-community/Janus-Pro-7B"}, "unified.")
+    assert [w[1:] for w in weights_needed(janus)] == [("deepseek-community/Janus-Pro-7B", None, "config.json")]
+
+
+def test_a_native_unified_models_default_device_is_cuda():
+    problem = device_problem([Role("unified", "showo", {}, "unified.")], cuda_devices=0)
+    assert problem is not None and "unified.device=cuda (its default)" in problem.cause
+    assert "unified.device=cpu" in problem.fix

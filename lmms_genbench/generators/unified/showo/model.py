@@ -1,0 +1,289 @@
+"""Show-o (Xie et al., 2024) as a unified model, loading the authors' published checkpoints.
+
+    lmms-eval --model cycle --model_args unified=showo,unified.device=cuda --tasks sdp_nocaps
+
+reads the three repositories the authors' ``configs/showo_demo_512x512.yaml`` names:
+``showlab/show-o-512x512`` (the transformer: ``config.json`` + ``pytorch_model.safetensors``),
+``showlab/magvitv2`` (the image tokenizer, same two files) and ``microsoft/phi-1_5`` (its
+tokenizer and ``config.json``, the language model's geometry, which the authors read through the
+checkpoint's ``llm_model_path``). Each argument also takes a local folder in that layout.
+
+Describing is Show-o's understanding mode at 512 px as that config runs it (no CLIP tower):
+the image becomes 1024 MAGVIT-v2 codes and the question follows as
+``USER: \\n<prompt> ASSISTANT:`` under the omni-attention mask (:mod:`.omni`); the answer is
+decoded greedily (inference_mmu.py samples with top_k=1). Drawing is its MaskGIT decoding of the
+1024 codes (:mod:`.maskgit`), decoded to 512 x 512 pixels by the MAGVIT-v2 decoder.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+
+from ....core.args import as_choice, as_float, as_int, as_str
+from ....core.deps import MissingDependencyError, require
+from ....core.failures import GeneratorConfigError
+from ....core.keys import generator_name
+from ...base import GenerationResult
+from ...common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ...lazy import GeneratorPlan
+from ..base import DescribeResult, run_isolated
+
+#: configs/showo_demo_512x512.yaml: model.showo.pretrained_model_path, vq_model_name, llm_model_path
+PRETRAINED, VQ_MODEL, TOKENIZER = "showlab/show-o-512x512", "showlab/magvitv2", "microsoft/phi-1_5"
+
+
+class ShowoUnified:
+    """Show-o from its published checkpoints (see the module docstring for the command).
+
+    Args:
+        pretrained: the Show-o transformer, hub id or folder (default ``showlab/show-o-512x512``).
+        vq_model: the MAGVIT-v2 tokenizer, hub id or folder (default ``showlab/magvitv2``).
+        tokenizer: Phi-1.5's tokenizer and config, hub id or folder (default ``microsoft/phi-1_5``).
+        device: torch device; a missing accelerator is an error, never a silent CPU run.
+        dtype: the transformer's dtype, ``float32`` by default: the authors' scripts run the
+            published float32 weights as they are (5.8 GB); ``bfloat16`` halves that at some
+            drift from their numbers; ``auto`` (bfloat16 on CUDA where supported, else float16 on
+            CUDA/MPS, else float32) and ``float16`` are accepted too. The image tokenizer runs in
+            float32 always, as in the authors' scripts.
+        batch_size: images described, or prompts drawn, per forward batch.
+        guidance_scale: classifier-free guidance, logits = (1 + s) cond - s uncond; 0 turns it
+            off (the README's 512 x 512 command: ``guidance_scale=5``).
+        generation_timesteps: MaskGIT steps (the same command: ``generation_timesteps=50``).
+        image_temperature: the Gumbel temperature of re-masking at the first step (inference_t2i.py:
+            ``generation_temperature``, default 1.0).
+        temperature: describing temperature where the task sets none (0 = greedy, as
+            inference_mmu.py's ``top_k=1``).
+        max_new_tokens: description length limit where the task sets none (the README's
+            inference_mmu.py command: ``max_new_tokens=100``).
+
+    Seeds: each prompt's draws come from its own CPU ``torch.Generator(seed)`` (:mod:`.maskgit`),
+    so an image depends only on its prompt and seed. Describing with a temperature samples from
+    torch's global generator, as lmms-eval models do.
+    """
+
+    concurrent = False  # one network on one device: describe and draw in turn
+
+    def __init__(
+        self,
+        pretrained: str = PRETRAINED,
+        vq_model: str = VQ_MODEL,
+        tokenizer: str = TOKENIZER,
+        device: str = "cuda",
+        dtype: str = "float32",
+        batch_size: int = 4,
+        guidance_scale: float = 5.0,
+        generation_timesteps: int = 50,
+        image_temperature: float = 1.0,
+        temperature: float = 0.0,
+        max_new_tokens: int = 100,
+    ) -> None:
+        self._check(pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
+                    generation_timesteps, image_temperature, temperature, max_new_tokens)
+        torch = self._torch
+        try:
+            self._load()
+        except (GeneratorConfigError, MissingDependencyError):
+            raise
+        except Exception as exc:  # no such folder or id, not a Show-o checkpoint, ...
+            raise GeneratorConfigError(f"unified: cannot load Show-o from pretrained={self.pretrained!r}, "
+                                       f"vq_model={self.vq_model!r}, tokenizer={self.tokenizer_id!r}: "
+                                       f"{describe_error(exc)}") from exc
+        self.num_codes = int(self.config["num_vq_tokens"])
+        self.image_size = math.isqrt(self.num_codes) * self.vq.geometry.downsample
+        self._dtype = getattr(torch, self.dtype)
+
+    @classmethod
+    def plan(cls, pretrained: str = PRETRAINED, vq_model: str = VQ_MODEL, tokenizer: str = TOKENIZER,
+             device: str = "cuda", dtype: str = "float32", batch_size: int = 4, guidance_scale: float = 5.0,
+             generation_timesteps: int = 50, image_temperature: float = 1.0, temperature: float = 0.0,
+             max_new_tokens: int = 100) -> GeneratorPlan:
+        """Name and batch size, every argument and the device checked, no weights loaded."""
+        probe = cls.__new__(cls)
+        probe._check(pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
+                     generation_timesteps, image_temperature, temperature, max_new_tokens)
+        return GeneratorPlan(probe.name, probe.batch_size)
+
+    @classmethod
+    def weights(cls, pretrained: str = PRETRAINED, vq_model: str = VQ_MODEL, tokenizer: str = TOKENIZER,
+                **_settings: Any) -> list[tuple[str, str, str]]:
+        """``(argument, hub id or folder, a file it must hold)`` for each repository a run reads
+        (``lmms-genbench check`` asks the Hub about each)."""
+        return [("pretrained", str(pretrained), "pytorch_model.safetensors"),
+                ("vq_model", str(vq_model), "pytorch_model.safetensors"),
+                ("tokenizer", str(tokenizer), "tokenizer_config.json")]
+
+    def _check(self, pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
+               generation_timesteps, image_temperature, temperature, max_new_tokens) -> None:
+        self.pretrained = str(as_str("pretrained", pretrained))
+        self.vq_model = str(as_str("vq_model", vq_model))
+        self.tokenizer_id = str(as_str("tokenizer", tokenizer))
+        self.device = str(as_str("device", device))
+        dtype_choice = as_choice("dtype", dtype, DTYPES)
+        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
+        self.guidance_scale = float(as_float("guidance_scale", guidance_scale, minimum=0.0))  # type: ignore[arg-type]
+        self.steps = int(as_int("generation_timesteps", generation_timesteps, minimum=1))  # type: ignore[arg-type]
+        self.image_temperature = float(as_float("image_temperature", image_temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
+        torch = self._torch = require("torch", "the showo unified model")
+        self._device = check_device(torch, self.device)
+        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
+        label = (os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained)
+                 else self.pretrained)
+        self.name = generator_name("showo", label, {
+            "pretrained": self.pretrained, "vq_model": self.vq_model, "tokenizer": self.tokenizer_id,
+            "dtype": self.dtype, "guidance_scale": self.guidance_scale, "generation_timesteps": self.steps,
+            "image_temperature": self.image_temperature, "temperature": self.temperature,
+            "max_new_tokens": self.max_new_tokens,
+        })
+
+    def __repr__(self) -> str:
+        return f"ShowoUnified(name={self.name!r}, device={self.device!r})"
+
+    # -- loading ---------------------------------------------------------------
+
+    def _load(self) -> None:
+        for module in ("transformers", "safetensors"):
+            require(module, "the showo unified model")
+        from .loading import build_language_model, load_vocab, read_json, read_state
+        from .magvit import build_magvit
+
+        shown = read_json(self.pretrained, "config.json")
+        if shown.get("w_clip_vit"):
+            raise GeneratorConfigError(f"unified.pretrained: {self.pretrained!r} is a CLIP-ViT variant of Show-o "
+                                       "(w_clip_vit: true); only the MAGVIT-v2 understanding path is supported")
+        self.config = shown
+        self.vocab = load_vocab(self.tokenizer_id, int(shown["llm_vocab_size"]), int(shown["codebook_size"]))
+        if self.vocab.mask != int(shown["vocab_size"]) - 1:
+            raise GeneratorConfigError(f"unified.pretrained: vocab_size {shown['vocab_size']} does not hold "
+                                       f"llm_vocab_size + 10 + codebook_size + 1 = {self.vocab.mask + 1}")
+        self.lm = build_language_model(self.tokenizer_id, self.pretrained, int(shown["vocab_size"]),
+                                       self._device, self.dtype)
+        # the image tokenizer stays float32, as the authors' scripts run it (it is small)
+        self.vq = build_magvit(read_state(self.vq_model, self._torch.float32)).to(self._device)
+        if self.vq.codebook_size != self.vocab.codebook_size:
+            raise GeneratorConfigError(f"unified.vq_model: {self.vq_model!r} has {self.vq.codebook_size} codes; "
+                                       f"the checkpoint expects codebook_size {self.vocab.codebook_size}")
+
+    # -- describing ------------------------------------------------------------
+
+    def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
+        """One description (or failure) per image, with the task's decoding settings."""
+        max_new, temperature, until = self._decoding(gen_kwargs or {})
+        torch = self._torch
+        from .loading import image_tensor
+        from .omni import mmu_mask
+
+        def call(chunk: list[Image.Image]) -> list[str]:
+            with torch.inference_mode():
+                pixels = torch.stack([image_tensor(im, self.image_size) for im in chunk]).to(self._device)
+                codes = self.vq.encode(pixels).tolist()
+                # one question for all: every row has the same layout, so no padding is needed
+                ids = torch.tensor([self.vocab.mmu_row(c, prompt) for c in codes], device=self._device)
+                new = self.continue_text(ids, mmu_mask(ids, self.vocab, self._dtype), max_new, temperature)
+            return [_cut(self.decode_text(n), until) for n in new]
+
+        return run_isolated(call, list(images), self.batch_size, "showo describe", self._free_memory)
+
+    def continue_text(self, ids, mask, max_new_tokens: int, temperature: float = 0.0) -> list[list[int]]:
+        """The tokens after each row of ``ids`` up to and with the end-of-text token (the
+        authors' ``mmu_generate``, with a key-value cache: later tokens attend causally, as the
+        rows their mask adds). Greedy at temperature 0."""
+        torch = self._torch
+        out = self.lm(input_ids=ids, attention_mask=mask, use_cache=True, logits_to_keep=1)
+        cache, logits = out.cache, out.logits[:, -1]
+        rows: list[list[int]] = [[] for _ in range(ids.shape[0])]
+        done = [False] * len(rows)
+        for step in range(max_new_tokens):
+            if temperature > 0:
+                nxt = torch.multinomial(torch.softmax(logits.float() / temperature, -1), 1)[:, 0]
+            else:
+                nxt = logits.argmax(-1)
+            for row, token in enumerate(nxt.tolist()):
+                if not done[row]:
+                    rows[row].append(token)
+                    done[row] = token == self.vocab.eos
+            if all(done) or step == max_new_tokens - 1:
+                break
+            out = self.lm(input_ids=nxt[:, None], cache=cache, use_cache=True)
+            cache, logits = out.cache, out.logits[:, -1]
+        return rows
+
+    def decode_text(self, tokens: list[int]) -> str:
+        # the authors batch_decode with skip_special_tokens; ids past the text vocabulary
+        # (image codes) have no text and are dropped, as the tokenizer drops them
+        known = [t for t in tokens if t < len(self.vocab.tokenizer)]
+        return self.vocab.tokenizer.decode(known, skip_special_tokens=True)
+
+    def _decoding(self, gen_kwargs: dict[str, Any]) -> tuple[int, float, list[str]]:
+        max_new = as_int("gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", self.max_new_tokens), minimum=1)
+        temperature = as_float("gen_kwargs temperature", gen_kwargs.get("temperature", self.temperature), minimum=0.0)
+        if not gen_kwargs.get("do_sample", True):
+            temperature = 0.0
+        until = gen_kwargs.get("until") or []
+        return int(max_new), float(temperature), [until] if isinstance(until, str) else [str(u) for u in until]  # type: ignore[arg-type]
+
+    # -- drawing ---------------------------------------------------------------
+
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
+        """One image (or failure) per prompt; each depends on its own prompt and seed only."""
+        prompts, seeds = list(prompts), [int(s) for s in seeds]
+        if len(prompts) != len(seeds):
+            raise ValueError(f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds")
+        return run_isolated(self._draw, list(zip(prompts, seeds)), self.batch_size, "showo generate", self._free_memory)
+
+    def draw_codes(self, prompts: Sequence[str], seeds: Sequence[int]):
+        """(B, num_codes) image codes, one row per prompt and seed."""
+        torch = self._torch
+        from .maskgit import unmask
+        from .omni import MAX_TEXT_LEN, t2i_mask
+
+        cond = torch.tensor([self.vocab.t2i_row(p, self.num_codes) for p in prompts], device=self._device)
+        uncond_text = None
+        rows = cond
+        if self.guidance_scale > 0:
+            uncond = torch.tensor([self.vocab.t2i_row("", self.num_codes)] * len(prompts), device=self._device)
+            uncond_text = uncond[:, : MAX_TEXT_LEN + 1]
+            rows = torch.cat([cond, uncond])
+        mask = t2i_mask(rows, self.vocab, self._dtype)
+        keep = self.num_codes + 1  # the codes and <|eoi|>, whose logits are dropped
+
+        def forward(batch):
+            return self.lm(input_ids=batch, attention_mask=mask, logits_to_keep=keep).logits[:, :-1]
+
+        with torch.inference_mode():
+            return unmask(forward, cond, uncond_text, [torch.Generator().manual_seed(int(s)) for s in seeds],
+                          num_codes=self.num_codes, image_offset=self.vocab.image_offset,
+                          codebook_size=self.vocab.codebook_size, mask_id=self.vocab.mask, steps=self.steps,
+                          guidance_scale=self.guidance_scale, temperature=self.image_temperature)
+
+    def decode_pixels(self, codes):
+        """(B, N) codes -> (B, 3, H, W) float pixels in about [-1, 1] (the MAGVIT-v2 decoder)."""
+        with self._torch.inference_mode():
+            return self.vq.decode(codes.to(self._device))
+
+    def _draw(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
+        pixels = self.decode_pixels(self.draw_codes([p for p, _ in chunk], [s for _, s in chunk]))
+        return [check_image(image, False) for image in self.to_images(pixels)]
+
+    def to_images(self, pixels) -> list[Image.Image]:
+        """Decoded pixels as PIL images, as inference_t2i.py: clamp((x + 1) / 2) * 255, truncated."""
+        torch = self._torch
+        arrays = (torch.clamp((pixels.float() + 1.0) / 2.0, 0.0, 1.0) * 255.0).permute(0, 2, 3, 1).cpu().numpy()
+        return [Image.fromarray(a.astype("uint8")) for a in arrays]
+
+    def _free_memory(self) -> None:
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
+
+
+def _cut(text: str, until: list[str]) -> str:
+    for stop in until:
+        if stop and stop in text:
+            text = text.split(stop, 1)[0]
+    return text.strip()
