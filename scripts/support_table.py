@@ -52,7 +52,7 @@ tested is said per row.
 | BAGEL | `unified=lmms:bagel,unified.pretrained=ByteDance-Seed/BAGEL-7B-MoT` (needs the Bagel package: `pip install git+https://github.com/oscarqjh/Bagel.git`) | through lmms-eval's `bagel` class, one instance switched between `understanding` and `generate`; lmms-eval 0.7.3 registers `bagel` at a class path that does not import, which `generator=lmms:` and `unified=lmms:` repair (plain `--model bagel` stays broken). Tested with a stand-in of its interface; its real class was resolved, not run |
 | BLIP3-o | describer half: `describer=qwen2_5_vl` (BLIP3-o 8B understands with a frozen Qwen2.5-VL-7B) | not yet as a pair: its image generator (a diffusion transformer on Qwen2.5-VL features) has no diffusers pipeline or lmms-eval class; missing: a `UnifiedModel` class around the authors' code |
 | Show-o | - | not yet: no lmms-eval model type in 0.7.3 and no class here; missing: a `UnifiedModel` class (`generators/unified/base.py`) around the authors' code |
-| VILA-U | - | not yet: lmms-eval's `vila` class is VILA (understanding only), not VILA-U; missing: a `UnifiedModel` class around the authors' code |
+| VILA-U | `unified=vila_u,unified.pretrained=mit-han-lab/vila-u-7b-256` | native; matches the authors' code at `096623c` on random weights (tests/support/data/parity/vila_u: prompt ids, tower codes, greedy text and seeded image codes equal, logits within 1e-5, pixels within 1e-3, float32 and bfloat16 decoder). Not covered: their flash-attention kernel (CUDA only; a PyTorch stand-in ran in its place), video, and real weights (never loaded here; the SigLIP geometry of `google/siglip-large-patch16-256` is built in, not read from the checkpoint) |
 """
 
 FOOTER = """
