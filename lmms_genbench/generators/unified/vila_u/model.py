@@ -76,7 +76,7 @@ class VilaUUnified:
             config = checkpoint.read_json(folder / "config.json")
             llm_folder = checkpoint.part_folder(folder, config, "llm")
             self.tokenizer = LlamaSlowTokenizer(llm_folder)
-            llm = transformers.LlamaForCausalLM.from_pretrained(str(llm_folder), dtype=torch.float32)
+            llm = transformers.LlamaForCausalLM.from_pretrained(str(llm_folder), dtype=getattr(torch, self.dtype))
             tower, depth, vision_config = checkpoint.load_vision(folder, config)
             config.setdefault("hidden_size", llm.config.hidden_size)
             config.setdefault("mm_hidden_size", vision_config.hidden_size)

@@ -161,8 +161,9 @@ class LlamaSlowTokenizer:
 
     def decode(self, ids, skip_special_tokens: bool = True) -> str:
         """``tokenizer.decode(ids, skip_special_tokens=True)`` of the slow tokenizer."""
+        # ids past the vocabulary (an embedding table padded beyond it) have no text: skipped
         pieces = [self._by_id[i] if i in self._by_id else self.sp.IdToPiece(i) for i in map(int, ids)
-                  if not (skip_special_tokens and i in self.special_ids)]
+                  if 0 <= i < len(self) and not (skip_special_tokens and i in self.special_ids)]
         if not pieces:
             return ""
         if pieces[0].startswith(SPIECE_UNDERLINE):
