@@ -96,3 +96,12 @@ def test_a_checkpoint_under_model_is_found(tmp_path):
     (tmp_path / "model").symlink_to(TINY, target_is_directory=True)
     assert checkpoint.resolve_folder(str(tmp_path)) == tmp_path / "model"
     assert checkpoint.resolve_folder(str(TINY)) == TINY
+
+
+def test_the_published_size_builds_on_the_meta_device():
+    from lmms_genbench.generators.unified.vila_u.real import parts
+
+    counts = {name: sum(p.numel() for p in net.parameters()) for name, net in parts("meta", torch.bfloat16).items()}
+    assert counts["llm"] == 6_738_448_384  # LLaMA-2-7B with 4 added tokens
+    assert counts["tower"] + counts["depth"] + counts["projector"] < 1_000_000_000
+    assert torch.get_default_dtype() == torch.float32

@@ -39,15 +39,19 @@ def parts(device: str = "meta", dtype: Any = None) -> dict[str, Any]:
     from .depth import DepthTransformer
     from .tower import RQVAESiglip
 
-    with torch.device(device):
-        llm = transformers.LlamaForCausalLM(transformers.LlamaConfig(**LLM))
-        vision = siglip_vision_config(None, RQVAESIGLIP["pretrained_model"])  # a known id: no folder read
-        built = {"llm": llm, "tower": RQVAESiglip(copy.deepcopy(RQVAESIGLIP), vision),
-                 "depth": DepthTransformer(copy.deepcopy(RQTRANSFORMER)),
-                 "projector": Projector(PROJECTOR, 1024, 4096)}
-    if dtype is not None:
-        built = {k: v.to(dtype) for k, v in built.items()}
-    return built
+    previous = torch.get_default_dtype()
+    if dtype is not None:  # built in ``dtype`` from the start: 7B in float32 would not fit a 24 GB card
+        torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            llm = transformers.LlamaForCausalLM(transformers.LlamaConfig(**LLM))
+            vision = siglip_vision_config(None, RQVAESIGLIP["pretrained_model"])  # a known id: no folder read
+            built = {"llm": llm, "tower": RQVAESiglip(copy.deepcopy(RQVAESIGLIP), vision),
+                     "depth": DepthTransformer(copy.deepcopy(RQTRANSFORMER)),
+                     "projector": Projector(PROJECTOR, 1024, 4096)}
+    finally:
+        torch.set_default_dtype(previous)
+    return {k: v if dtype is None else v.to(dtype) for k, v in built.items()}
 
 
 def random_model(tokenizer_folder: str, device: str = "cuda", dtype: str = "bfloat16"):
