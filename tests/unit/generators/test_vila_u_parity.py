@@ -51,6 +51,13 @@ def test_the_prompt_and_pixels_are_the_authors(model, image):
     assert float(pixels.double().sum()) == pytest.approx(EXPECTED["pixel_values_sum"], abs=1e-4)
 
 
+def test_the_pad_preprocessing_is_the_authors(model, image, monkeypatch):
+    monkeypatch.setattr(model, "aspect", "pad")  # image_aspect_ratio "pad": squared on the mean colour
+    pixels = model.pixels([image])
+    np.testing.assert_allclose(pixels.flatten()[:64].numpy(), EXPECTED["pixel_values_pad"], atol=1e-6)
+    assert float(pixels.double().sum()) == pytest.approx(EXPECTED["pixel_values_pad_sum"], abs=1e-4)
+
+
 def test_the_tower_codes_and_the_understanding_logits_match(model, image):
     with torch.no_grad():
         features, codes = model.tower.encode(model.pixels([image]))
