@@ -114,3 +114,37 @@ def test_plan_names_the_model_without_loading_it():
     assert plan.name.startswith("vila_u") and plan.batch_size == 4
     with pytest.raises(ValueError, match="image_top_p"):
         plan_unified("vila_u", {"pretrained": "x", "device": "cpu", "image_top_p": 1.5})
+
+
+BRANCHES = json.loads((DATA / "expected_branches.json").read_text(encoding="utf-8"))
+
+
+def test_a_quantizer_with_one_codebook_per_level_matches_the_authors():
+    from safetensors.torch import load_file
+
+    from lmms_genbench.generators.unified.vila_u.tower import ResidualQuantizer
+
+    state = load_file(str(DATA / "quantizer_unshared.safetensors"))
+    quantizer = ResidualQuantizer(64, 16, 3, shared=False)
+    quantizer.load_state_dict({k: v for k, v in state.items() if k.endswith(".weight")})
+    with torch.no_grad():
+        features, codes = quantizer(state["input"])
+        summed = quantizer.embed(codes).sum(-2)
+    expected = BRANCHES["unshared"]
+    assert codes.tolist() == expected["codes"]
+    np.testing.assert_allclose(features.flatten().numpy(), expected["features"], atol=1e-5)
+    np.testing.assert_allclose(summed.flatten().numpy(), expected["embed_sum"], atol=1e-5)
+
+
+def test_decoding_through_decoder_latent_shape_matches_the_authors(model):
+    expected = BRANCHES["decoder_latent_shape"]
+    tower = model.tower
+    model.tower = copy.deepcopy(tower).to(torch.bfloat16)
+    model.tower.decoder_latent_shape = expected["shape"]
+    try:
+        with torch.no_grad():
+            pixels = model.decode_codes(torch.tensor([EXPECTED["draws"][expected["codes_of"]]["codes"]]))
+    finally:
+        model.tower = tower
+    assert list(pixels.shape) == expected["size"]
+    np.testing.assert_allclose(pixels.flatten().numpy(), expected["pixels_bf16"], atol=PIXELS_ATOL)
