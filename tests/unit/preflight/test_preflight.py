@@ -104,3 +104,14 @@ def test_unwritable_folders_are_found_without_writing_the_store(tmp_path, monkey
     problems = preflight._store_problems("cycle", {"artifacts": str(tmp_path / "a" / "b")}, None)
     assert [p.cause for p in problems] == [f"the artifact store {tmp_path}/a/b cannot be written (No space left on device)"]
     assert not (tmp_path / "a").exists()
+
+
+def test_a_unified_models_default_checkpoint_is_checked_like_a_given_one():
+    from lmms_genbench.preflight.roles import roles_of, weights_of
+
+    (role,), problems, _ = roles_of("cycle", {"unified": "vila_u"})
+    assert not problems
+    assert weights_of(role) == ("unified.pretrained=mit-han-lab/vila-u-7b-256 (the class default)",
+                                "mit-han-lab/vila-u-7b-256", None, "config.json")
+    (role,), _, _ = roles_of("cycle", {"unified": "janus"})  # no default checkpoint: nothing to check
+    assert weights_of(role) is None
