@@ -81,6 +81,7 @@ class VilaUUnified:
             config.setdefault("hidden_size", llm.config.hidden_size)
             config.setdefault("mm_hidden_size", vision_config.hidden_size)
             projector = checkpoint.load_projector(folder, config)
+            self.image_start = self.tokenizer.piece_id("<im_start>")  # generation mode's cue
         except Exception as exc:  # no such folder or hub id, not a VILA-U checkpoint, ...
             raise GeneratorConfigError(
                 f"unified.pretrained: cannot load a VILA-U checkpoint from {self.pretrained!r}: {describe_error(exc)}"
@@ -97,8 +98,8 @@ class VilaUUnified:
         self.vision_size = int(vision_config.image_size)
         self.grid = self.vision_size // int(vision_config.patch_size)
         self.image_tokens = self.grid ** 2  # 256 for the 256 px checkpoint
-        self.image_size = self.grid * 2 ** (len(tower.decoder.up) - 1)
-        self.image_start = self.tokenizer.piece_id("<im_start>")
+        latent_side = tower.decoder_latent_shape[0] if tower.decoder_latent_shape else self.grid
+        self.image_size = latent_side * 2 ** (len(tower.decoder.up) - 1)
         generation = llm.generation_config
         eos = generation.eos_token_id if generation.eos_token_id is not None else self.tokenizer.eos_token_id
         self.eos_ids = [eos] if isinstance(eos, int) else list(eos)
