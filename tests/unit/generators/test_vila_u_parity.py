@@ -148,3 +148,11 @@ def test_decoding_through_decoder_latent_shape_matches_the_authors(model):
         model.tower = tower
     assert list(pixels.shape) == expected["size"]
     np.testing.assert_allclose(pixels.flatten().numpy(), expected["pixels_bf16"], atol=PIXELS_ATOL)
+
+
+def test_image_temperature_zero_takes_the_best_code_whatever_the_seed(model, monkeypatch):
+    monkeypatch.setattr(model, "image_temperature", 0.0)
+    with torch.no_grad():
+        codes = model.image_codes(["a red cat sitting on a table"] * 2, [1, 2])
+    assert torch.equal(codes[0], codes[1])
+    assert codes[0].tolist() != EXPECTED["draws"][0]["codes"]  # the sampled draw differs
