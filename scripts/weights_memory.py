@@ -63,8 +63,13 @@ def components() -> dict[str, dict[str, int]]:
         text_config=dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
                          num_attention_heads=28, num_key_value_heads=4, tie_word_embeddings=False),
         vision_config=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=3584)))
+    # VILA-U 7B (256 px): lmms_genbench/generators/unified/vila_u/real.py cites each size (two are estimates)
+    from lmms_genbench.generators.unified.vila_u.real import parts as vila_u_parts
+
+    vila_u = {name: sum(p.numel() for p in net.parameters()) for name, net in vila_u_parts("meta").items()}
     return {
         "Qwen2.5-VL-7B (describer)": {"model": _count(qwen25_vl_7b)},
+        "VILA-U 7B 256 px (unified)": vila_u,
         "SD3.5-medium": {"transformer": _count(sd35_medium), "T5-XXL encoder": _count(t5_xxl),
                          "CLIP-L": _count(clip_l_proj), "CLIP-G": _count(clip_g), "VAE": _count(vae16)},
         "FLUX.1-dev / schnell": {"transformer": _count(flux), "T5-XXL encoder": _count(t5_xxl),

@@ -50,7 +50,7 @@ def roles_of(model: str, model_args: dict[str, Any]) -> tuple[list[Role], list[P
         except ActionableError as exc:
             return [], [Problem(exc.cause, exc.fix)], top
         if args.unified:
-            return [Role("unified", args.unified, args.unified_args, "unified.")], [], top
+            return [Role("unified", args.unified, args.unified_args, "unified.", _unified_defaults(args.unified))], [], top
         return [Role("describer", args.describer, args.describer_args, "describer."),
                 Role("generator", args.generator, args.generator_args, "generator.")], [], top
     if model == "t2i":
@@ -109,6 +109,19 @@ def setting_problems(role: Role, cuda: bool) -> list[Problem]:
                         f"change the {role.prefix}<arg> values it names")]
     del plan
     return []
+
+
+def _unified_defaults(name: str) -> dict[str, Any]:
+    """A registered unified class's constructor defaults (its default checkpoint is checked like a
+    given one); {} for ``lmms:<type>`` or an unknown name (planning says why)."""
+    from ..generators.unified.registry import UNIFIED_MODELS
+
+    try:
+        cls = UNIFIED_MODELS.load(UNIFIED_MODELS.canonical(name))
+    except Exception:  # noqa: BLE001 - an unknown name is reported by the planner
+        return {}
+    signature = inspect.signature(cls.__init__)
+    return {n: p.default for n, p in signature.parameters.items() if p.default is not inspect.Parameter.empty}
 
 
 def _describer_settings(role: Role) -> list[Problem]:
@@ -194,7 +207,7 @@ def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:
     for key in WEIGHT_ARGS:
         value = role.args.get(key)
         default = False
-        if value in (None, "") and role.kind == "describer":
+        if value in (None, "") and role.kind in ("describer", "unified"):
             value, default = role.defaults.get(key), True
         if isinstance(value, str) and value:
             needed = "model_index.json" if role.kind == "generator" else "config.json"

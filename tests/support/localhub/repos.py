@@ -147,6 +147,8 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "showlab/show-o-512x512": _parity("showo/show-o-512x512"),
     "showlab/magvitv2": _parity("showo/magvitv2"),
     "microsoft/phi-1_5": _parity("showo/phi-1_5"),
+    # VILA-U as the authors' code wrote it (config.json, llm/, vision_tower/, mm_projector/)
+    "mit-han-lab/vila-u-7b-256": _parity("vila_u/vila-u-7b-256"),
     "black-forest-labs/FLUX.1-schnell": _smoke_family("flux"),
     "stabilityai/stable-diffusion-3.5-medium": _smoke_family("sd3"),
     "stabilityai/stable-diffusion-3.5-large": _smoke_family("sd3"),

@@ -123,3 +123,12 @@ def test_a_native_unified_models_default_device_is_cuda():
     problem = device_problem([Role("unified", "showo", {}, "unified.")], cuda_devices=0)
     assert problem is not None and "unified.device=cuda (its default)" in problem.cause
     assert "unified.device=cpu" in problem.fix
+def test_a_unified_models_default_checkpoint_is_checked_like_a_given_one():
+    from lmms_genbench.preflight.roles import roles_of, weights_of
+
+    (role,), problems, _ = roles_of("cycle", {"unified": "vila_u"})
+    assert not problems
+    assert weights_of(role) == ("unified.pretrained=mit-han-lab/vila-u-7b-256 (the class default)",
+                                "mit-han-lab/vila-u-7b-256", None, "config.json")
+    (role,), _, _ = roles_of("cycle", {"unified": "janus"})  # no default checkpoint: nothing to check
+    assert weights_of(role) is None

@@ -1,0 +1,253 @@
+"""VILA-U (MIT Han lab) as a unified model, on transformers' LLaMA and our RQ-VAE tower.
+
+    lmms-eval --model cycle --model_args unified=vila_u,\\
+    unified.pretrained=mit-han-lab/vila-u-7b-256,unified.device=cuda,unified.dtype=bfloat16 \\
+        --tasks sdp_nocaps
+
+Describing is VILA-U's understanding mode: the image's quantised tower features, projected,
+stand where ``<image>`` is in a ``vicuna_v1`` turn, and the LLaMA writes the answer. Drawing is
+its generation mode: after ``<im_start>`` the LLaMA's hidden state at each of the image's
+positions feeds the depth transformer, which draws that position's residual codes one level at
+a time under classifier-free guidance; the summed code embeddings, projected, are the LLaMA's
+next input; the RQ-VAE decoder turns the code map into pixels. ``torch`` and ``transformers``
+are imported when the model is built; :meth:`VilaUUnified.plan` names it without weights.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+
+from ....core.args import ArgumentError, as_choice, as_float, as_int, as_str
+from ....core.deps import require
+from ....core.failures import GeneratorConfigError
+from ....core.keys import generator_name
+from ...base import GenerationResult
+from ...common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ...lazy import GeneratorPlan
+from ..base import DescribeResult, run_isolated
+
+
+class VilaUUnified:
+    """VILA-U checkpoints in the authors' layout (``config.json``, ``llm/``, ``vision_tower/``,
+    ``mm_projector/``), from a hub id or a local folder.
+
+    Args:
+        pretrained: hub id or folder (``mit-han-lab/vila-u-7b-256``; the paper's 256 px model).
+        device: torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator is an error.
+        dtype: ``auto`` (bfloat16 on CUDA where supported, as the authors' loader defaults to;
+            else float16 on CUDA/MPS, else float32), ``float16``, ``bfloat16`` or ``float32``.
+        batch_size: images described, or prompts drawn, per forward batch.
+        guidance_scale: classifier-free guidance of the image codes; 3.0 is the authors' default
+            (``inference.py --cfg``, ``generate_image_content(cfg=3.0)``).
+        image_temperature, image_top_k, image_top_p: sampling of each code; 1.0, 900 and 0.96 are
+            what the authors' depth transformer samples with (``RQTransformer.generate`` in
+            ``rqtransformer/modeling_rqtransformer.py``); image_temperature 0 takes the best code.
+        temperature, top_p: describing, where the task sets none: 0.9 and 0.6, the authors'
+            ``inference.py`` defaults for understanding; temperature 0 is greedy.
+        max_new_tokens: description length limit where the task sets none.
+
+    Seeds: each prompt's codes are drawn from its own ``torch.Generator(seed)`` on the CPU as
+    ``torch.multinomial`` draws (``argmax(p / E)``, ``E ~ Exp(1)``), and the generator is advanced
+    exactly as the authors' code advances torch's global one for a single prompt (one draw per
+    code, and one for the language-model token their loop samples and discards at each
+    position). So on a CPU an image equals the authors' ``generate_image_content(prompt,
+    generation_nums=1)`` after ``torch.manual_seed(seed)``, and prompts batch freely.
+    """
+
+    concurrent = False  # one network on one device: describe and draw in turn
+
+    def __init__(self, pretrained: str = "mit-han-lab/vila-u-7b-256", device: str = "cuda", dtype: str = "auto",
+                 batch_size: int = 4, guidance_scale: float = 3.0, image_temperature: float = 1.0,
+                 image_top_k: int = 900, image_top_p: float = 0.96, temperature: float = 0.9, top_p: float = 0.6,
+                 max_new_tokens: int = 512) -> None:
+        self._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
+                    image_top_p, temperature, top_p, max_new_tokens)
+        torch = self._torch
+        transformers = require("transformers", "the vila_u unified model")
+        from . import checkpoint
+        from .tokenizer import LlamaSlowTokenizer
+
+        try:
+            folder = checkpoint.resolve_folder(self.pretrained)
+            config = checkpoint.read_json(folder / "config.json")
+            llm_folder = checkpoint.part_folder(folder, config, "llm")
+            self.tokenizer = LlamaSlowTokenizer(llm_folder)
+            llm = transformers.LlamaForCausalLM.from_pretrained(str(llm_folder), dtype=getattr(torch, self.dtype))
+            tower, depth, vision_config = checkpoint.load_vision(folder, config)
+            config.setdefault("hidden_size", llm.config.hidden_size)
+            config.setdefault("mm_hidden_size", vision_config.hidden_size)
+            projector = checkpoint.load_projector(folder, config)
+            self.image_start = self.tokenizer.piece_id("<im_start>")  # generation mode's cue
+        except Exception as exc:  # no such folder or hub id, not a VILA-U checkpoint, ...
+            raise GeneratorConfigError(
+                f"unified.pretrained: cannot load a VILA-U checkpoint from {self.pretrained!r}: {describe_error(exc)}"
+            ) from exc
+        self.aspect = str(config.get("image_aspect_ratio") or "resize")
+        if self.aspect not in ("resize", "pad"):
+            raise GeneratorConfigError(f"unified.pretrained: image_aspect_ratio {self.aspect!r} is not "
+                                       "'resize' or 'pad', the two the authors' preprocessing knows")
+        dtype_ = getattr(torch, self.dtype)
+        self.llm = llm.to(self._device, dtype_).eval()
+        self.tower = tower.to(self._device, dtype_).eval()
+        self.depth = depth.to(self._device, dtype_).eval()
+        self.projector = projector.to(self._device, dtype_).eval()
+        self.vision_size = int(vision_config.image_size)
+        self.grid = self.vision_size // int(vision_config.patch_size)
+        self.image_tokens = self.grid ** 2  # 256 for the 256 px checkpoint
+        latent_side = tower.decoder_latent_shape[0] if tower.decoder_latent_shape else self.grid
+        self.image_size = latent_side * 2 ** (len(tower.decoder.up) - 1)
+        generation = llm.generation_config
+        eos = generation.eos_token_id if generation.eos_token_id is not None else self.tokenizer.eos_token_id
+        self.eos_ids = [eos] if isinstance(eos, int) else list(eos)
+        self.pad_id = generation.pad_token_id if generation.pad_token_id is not None else 0
+
+    @classmethod
+    def plan(cls, pretrained: str = "mit-han-lab/vila-u-7b-256", device: str = "cuda", dtype: str = "auto",
+             batch_size: int = 4, guidance_scale: float = 3.0, image_temperature: float = 1.0,
+             image_top_k: int = 900, image_top_p: float = 0.96, temperature: float = 0.9, top_p: float = 0.6,
+             max_new_tokens: int = 512) -> GeneratorPlan:
+        """Name and batch size, every argument and the device checked, no weights loaded."""
+        probe = cls.__new__(cls)
+        probe._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
+                     image_top_p, temperature, top_p, max_new_tokens)
+        return GeneratorPlan(probe.name, probe.batch_size)
+
+    def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
+               image_top_p, temperature, top_p, max_new_tokens) -> None:
+        self.pretrained = as_str("pretrained", pretrained)
+        self.device = str(as_str("device", device))
+        dtype_choice = as_choice("dtype", dtype, DTYPES)
+        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
+        self.guidance_scale = float(as_float("guidance_scale", guidance_scale, minimum=0.0))  # type: ignore[arg-type]
+        self.image_temperature = float(as_float("image_temperature", image_temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.image_top_k = int(as_int("image_top_k", image_top_k, minimum=1))  # type: ignore[arg-type]
+        self.image_top_p = _fraction("image_top_p", image_top_p)
+        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.top_p = _fraction("top_p", top_p)
+        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
+
+        torch = self._torch = require("torch", "the vila_u unified model")
+        self._device = check_device(torch, self.device)
+        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
+        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
+        self.name = generator_name("vila_u", label, {
+            "pretrained": self.pretrained, "dtype": self.dtype, "guidance_scale": self.guidance_scale,
+            "image_temperature": self.image_temperature, "image_top_k": self.image_top_k,
+            "image_top_p": self.image_top_p, "temperature": self.temperature, "top_p": self.top_p,
+            "max_new_tokens": self.max_new_tokens,
+        })
+
+    def __repr__(self) -> str:
+        return f"VilaUUnified(name={self.name!r}, device={self.device!r})"
+
+    # -- understanding ---------------------------------------------------------
+
+    def pixels(self, images: Sequence[Image.Image]):
+        """The tower's input (B, 3, S, S) for ``images``, in the model's dtype."""
+        import numpy as np
+
+        from .inputs import pixel_array
+
+        arrays = np.stack([pixel_array(image, self.vision_size, self.aspect) for image in images])
+        return self._torch.from_numpy(arrays).to(self._device, getattr(self._torch, self.dtype))
+
+    def prompt_embeds(self, images: Sequence[Image.Image], question: str):
+        """Input embeddings (B, L, width) of ``question`` about each image: the text's embeddings
+        with the image's projected tower features in place of ``<image>``."""
+        from .inputs import IMAGE_MARKER, describe_prompt, token_ids
+
+        torch = self._torch
+        ids = torch.tensor(token_ids(describe_prompt(question), self.tokenizer), device=self._device)
+        at = int((ids == IMAGE_MARKER).nonzero()[0, 0])
+        features, _ = self.tower.encode(self.pixels(images))
+        image = self.projector(features)
+        text = self.llm.get_input_embeddings()(ids.clamp(min=0)).unsqueeze(0).expand(len(images), -1, -1)
+        return torch.cat([text[:, :at], image, text[:, at + 1:]], dim=1)
+
+    def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
+        """One description (or failure) per image, with the task's decoding settings."""
+        settings, until = self._decoding(gen_kwargs or {})
+
+        def call(chunk: list[Image.Image]) -> list[str]:
+            with self._torch.inference_mode():
+                embeds = self.prompt_embeds(chunk, prompt)
+                mask = self._torch.ones(embeds.shape[:2], dtype=self._torch.long, device=self._device)
+                out = self.llm.generate(inputs_embeds=embeds, attention_mask=mask, eos_token_id=self.eos_ids,
+                                        pad_token_id=self.pad_id, **settings)
+            return [_cut(self.tokenizer.decode(row.tolist()).strip(), until) for row in out]
+
+        return run_isolated(call, list(images), self.batch_size, "vila_u describe", self._free_memory)
+
+    def _decoding(self, gen_kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """The task's ``generation_kwargs`` as ``generate`` arguments, plus its stop strings."""
+        temperature = as_float("gen_kwargs temperature", gen_kwargs.get("temperature", self.temperature), minimum=0.0)
+        settings: dict[str, Any] = {
+            "max_new_tokens": as_int("gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", self.max_new_tokens),
+                                     minimum=1),
+            # as lmms-eval's models: temperature 0 means greedy whatever do_sample says
+            "do_sample": bool(gen_kwargs.get("do_sample", True)) and bool(temperature),
+            "num_beams": as_int("gen_kwargs num_beams", gen_kwargs.get("num_beams", 1), minimum=1),
+        }
+        if settings["do_sample"]:
+            settings["temperature"] = temperature
+            top_p = gen_kwargs.get("top_p")
+            settings["top_p"] = as_float("gen_kwargs top_p", self.top_p if top_p is None else top_p, minimum=0.0)
+        else:  # the checkpoint's generation_config.json samples; greedy must say so
+            settings.update(temperature=None, top_p=None, top_k=None)
+        until = gen_kwargs.get("until") or []
+        return settings, [until] if isinstance(until, str) else [str(u) for u in until]
+
+    # -- generation --------------------------------------------------------------
+
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
+        """One image (or failure) per prompt; each depends on its own prompt and seed only."""
+        prompts, seeds = list(prompts), [int(s) for s in seeds]
+        if len(prompts) != len(seeds):
+            raise ValueError(
+                f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds")
+        return run_isolated(self._draw, list(zip(prompts, seeds)), self.batch_size, "vila_u generate",
+                            self._free_memory)
+
+    def _draw(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
+        torch = self._torch
+        with torch.inference_mode():
+            codes = self.image_codes([p for p, _ in chunk], [s for _, s in chunk])
+            pixels = self.decode_codes(codes)
+        arrays = pixels.permute(0, 2, 3, 1).to(torch.uint8).cpu().numpy()  # truncated, as the authors save
+        return [check_image(Image.fromarray(a), False) for a in arrays]
+
+    def image_codes(self, prompts: list[str], seeds: list[int]):
+        """The codes (n, positions, depth) of one image per prompt."""
+        from .generation import draw_codes
+
+        return draw_codes(self, prompts, seeds)
+
+    def decode_codes(self, codes):
+        """Pixels in [0, 255] (n, 3, H, W), float32, of codes (n, positions, depth)."""
+        latent = self.tower.quantizer.embed(codes).cumsum(dim=-2)[..., -1, :]
+        latent = latent.reshape(codes.shape[0], self.grid, self.grid, -1)
+        return self.tower.decode(latent).float().add(1).mul(127.5).clamp(0, 255)
+
+    def _free_memory(self) -> None:
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
+
+
+def _fraction(name: str, value: Any) -> float:
+    """A probability mass in (0, 1]."""
+    number = float(as_float(name, value, minimum=0.0))  # type: ignore[arg-type]
+    if not 0 < number <= 1:
+        raise ArgumentError(f"{name}: expected a number in (0, 1]; got {value!r}")
+    return number
+
+
+def _cut(text: str, until: list[str]) -> str:
+    """``text`` up to the first stop string."""
+    for stop in until:
+        if stop and stop in text:
+            text = text.split(stop, 1)[0]
+    return text.strip()
