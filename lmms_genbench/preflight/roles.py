@@ -147,7 +147,7 @@ def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> 
     asking, cpu = [], []
     for role in roles:
         defaults = dict(role.defaults) if role.kind == "describer" else {}
-        if role.name in ("diffusers", "janus"):
+        if role.name in ("diffusers", "janus", "blip3o"):
             defaults["device"] = "cuda"  # these backends' default
         # what the user gave first, then the class's defaults
         candidates = [(k, role.args[k], True) for k in ("device", "device_map") if k in role.args]

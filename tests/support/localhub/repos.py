@@ -53,6 +53,15 @@ def _smoke_family(family: str) -> Callable[[Path], Path]:
     return build
 
 
+def _parity(*parts: str) -> Callable[[Path], Path]:
+    """A committed parity checkpoint (tests/support/data/parity/), served as it is: the authors' layout."""
+
+    def build(cache: Path | None, root: Path) -> Path:
+        return Path(__file__).resolve().parents[1] / "data" / "parity" / Path(*parts)
+
+    return build
+
+
 def _saved(name: str, write: Callable[[Path], None]) -> Callable[[Path], Path]:
     """A folder ``<root>/models/<name>`` written once by ``write`` (a marker says it is done)."""
 
@@ -132,6 +141,7 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "llava-hf/llava-1.5-7b-hf": _smoke_llava,
     "Qwen/Qwen2.5-VL-7B-Instruct": _smoke_describer("qwen2_5_vl"),
     "deepseek-community/Janus-Pro-7B": _smoke_janus,
+    "BLIP3o/BLIP3o-Model-4B": _parity("blip3o", "BLIP3o-Model-4B"),
     "black-forest-labs/FLUX.1-schnell": _smoke_family("flux"),
     "stabilityai/stable-diffusion-3.5-medium": _smoke_family("sd3"),
     "stabilityai/stable-diffusion-3.5-large": _smoke_family("sd3"),
