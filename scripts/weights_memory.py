@@ -58,8 +58,15 @@ def components() -> dict[str, dict[str, int]]:
         text_config=dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
                          num_attention_heads=28, num_key_value_heads=4, tie_word_embeddings=False),
         vision_config=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=3584)))
+    # the paper's BLIP3-o 4B (lmms_genbench/generators/unified/blip3o/real.py names each config's source)
+    from lmms_genbench.generators.unified.blip3o.real import real_parts
+
+    with torch.device("meta"):
+        blip3o = real_parts()
     return {
         "Qwen2.5-VL-7B (describer)": {"model": _count(qwen25_vl_7b)},
+        "BLIP3-o 4B (unified)": {name: sum(p.numel() for p in blip3o[name].parameters())
+                                 for name in ("lm", "dit", "unet", "vae")},
         "SD3.5-medium": {"transformer": _count(sd35_medium), "T5-XXL encoder": _count(t5_xxl),
                          "CLIP-L": _count(clip_l_proj), "CLIP-G": _count(clip_g), "VAE": _count(vae16)},
         "FLUX.1-dev / schnell": {"transformer": _count(flux), "T5-XXL encoder": _count(t5_xxl),

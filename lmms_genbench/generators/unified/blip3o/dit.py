@@ -92,8 +92,9 @@ class _LuminaNextDiT(nn.Module):
         self.rope = get_2d_rotary_pos_embed_lumina(dim // n_heads, ROPE_GRID, ROPE_GRID)
 
     def forward(self, x, timestep, caption, caption_mask):
+        if self.rope.device != x.device:  # moved once, not at every step (38 MB at the real width)
+            self.rope = self.rope.to(x.device)
         hidden, mask, sizes, rope = self.patch_embedder(x, self.rope)
-        rope = rope.to(hidden.device)
         caption = self.caption_projection(caption)
         temb = self.time_caption_embed(timestep, caption, caption_mask)
         caption_mask = caption_mask.bool()

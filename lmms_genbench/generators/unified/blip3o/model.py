@@ -104,13 +104,17 @@ class Blip3oUnified:
             raise GeneratorConfigError(
                 f"unified.pretrained: cannot load a BLIP3-o checkpoint from {self.pretrained!r} "
                 f"(processor {self.processor_id!r}): {describe_error(exc)}") from exc
+        self._assemble(raw.get("n_query"))
+
+    def _assemble(self, n_query: int | None) -> None:
+        """Check the loaded parts (tokenizer, lm, dit, queries, unet, vae) and put them on the device."""
         self.image_start = self.tokenizer.convert_tokens_to_ids(IMAGE_START)
         if not isinstance(self.image_start, int) or self.image_start == self.tokenizer.unk_token_id:
             raise GeneratorConfigError(f"unified.pretrained: the tokenizer of {self.pretrained!r} lacks {IMAGE_START}")
         for module in (self.lm, self.dit, self.unet, self.vae):
             module.to(self._device).eval()
         self.queries = self.queries.to(self._device)
-        self.n_query = int(raw.get("n_query", self.queries.shape[1]))
+        self.n_query = int(n_query or self.queries.shape[1])
         self.vae_scale = 2 ** (len(self.vae.config.block_out_channels) - 1)
 
     @classmethod
