@@ -104,3 +104,10 @@ def test_unwritable_folders_are_found_without_writing_the_store(tmp_path, monkey
     problems = preflight._store_problems("cycle", {"artifacts": str(tmp_path / "a" / "b")}, None)
     assert [p.cause for p in problems] == [f"the artifact store {tmp_path}/a/b cannot be written (No space left on device)"]
     assert not (tmp_path / "a").exists()
+
+
+def test_a_blip3o_checkpoint_is_known_by_its_decoder_folder():
+    from lmms_genbench.preflight.roles import Role, weights_of
+
+    role = Role("unified", "blip3o", {"pretrained": "BLIP3o/BLIP3o-Model-4B"}, "unified.")
+    assert weights_of(role)[1:] == ("BLIP3o/BLIP3o-Model-4B", None, "diffusion-decoder/model_index.json")

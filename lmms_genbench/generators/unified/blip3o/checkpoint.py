@@ -37,11 +37,20 @@ def local_folder(pretrained: str) -> Path:
     """``pretrained`` itself if it is a folder, else its hub snapshot (``HF_ENDPOINT`` honoured)."""
     if os.path.isdir(pretrained):
         return Path(pretrained)
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import HfApi, snapshot_download
 
-    # the decoder's full-precision twins, if a mirror adds them, are not read
-    return Path(snapshot_download(pretrained, ignore_patterns=[f"{DECODER}/*/diffusion_pytorch_model.safetensors",
-                                                               "*.md", "*.png", "*.jpg"]))
+    try:
+        files = HfApi().list_repo_files(pretrained)
+    except Exception:  # noqa: BLE001 - offline (HF_HUB_OFFLINE) or no listing: the snapshot says why, or serves the cache
+        files = []
+    # the decoder loads its bf16 variant where there is one: its full-precision twins stay behind
+    skip = [f for f in files if f.startswith(f"{DECODER}/") and _is_weight(f) and f".{DECODER_VARIANT}." not in f
+            and any(g.startswith(f.rsplit("/", 1)[0] + "/") and f".{DECODER_VARIANT}." in g for g in files)]
+    return Path(snapshot_download(pretrained, ignore_patterns=skip or None))
+
+
+def _is_weight(name: str) -> bool:
+    return name.endswith((".safetensors", ".bin", ".safetensors.index.json", ".bin.index.json"))
 
 
 def read_config(folder: Path) -> dict[str, Any]:
@@ -98,13 +107,15 @@ def read_generation_weights(folder: Path, dtype) -> dict[str, Any]:
 def load_decoder(folder: Path, dtype):
     """The diffusion decoder's UNet, VAE and scheduler, each with the class its folder names."""
     from diffusers import AutoencoderKL, UNet2DConditionModel
-    from diffusers.schedulers import SchedulerMixin  # noqa: F401 - the base every scheduler class extends
     import diffusers
 
     root = folder / DECODER
-    variant = DECODER_VARIANT if (root / "unet" / f"diffusion_pytorch_model.{DECODER_VARIANT}.safetensors").is_file() else None
-    unet = UNet2DConditionModel.from_pretrained(root, subfolder="unet", variant=variant, torch_dtype=dtype)
-    vae = AutoencoderKL.from_pretrained(root, subfolder="vae", variant=variant, torch_dtype=dtype)
+
+    def variant(sub: str) -> str | None:  # bf16 as the authors load it, else whatever the folder has
+        return DECODER_VARIANT if any(f".{DECODER_VARIANT}." in p.name for p in (root / sub).iterdir()) else None
+
+    unet = UNet2DConditionModel.from_pretrained(root, subfolder="unet", variant=variant("unet"), torch_dtype=dtype)
+    vae = AutoencoderKL.from_pretrained(root, subfolder="vae", variant=variant("vae"), torch_dtype=dtype)
     scheduler_config = json.loads((root / "scheduler" / "scheduler_config.json").read_text(encoding="utf-8"))
     scheduler_class = getattr(diffusers, scheduler_config["_class_name"])
     return unet, vae, scheduler_class.from_config(scheduler_config)
