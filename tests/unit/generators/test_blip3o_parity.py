@@ -70,7 +70,10 @@ def test_greedy_description_matches_the_authors_token_for_token(blip3o):
 
 
 def test_dit_features_match_the_authors_generate_image(blip3o):
-    from lmms_genbench.generators.unified.blip3o.model import DRAW_INSTRUCTION, QWEN_CONVERSATION
+    from lmms_genbench.generators.unified.blip3o.model import (
+        DRAW_INSTRUCTION,
+        QWEN_CONVERSATION,
+    )
 
     rec = EXPECTED["draw"]
     text = QWEN_CONVERSATION.format(DRAW_INSTRUCTION.format(rec["caption"]))
@@ -101,3 +104,18 @@ def test_the_checkpoint_folder_is_the_published_layout():
                  "diffusion-decoder/unet/diffusion_pytorch_model.bf16.safetensors",
                  "diffusion-decoder/vae/diffusion_pytorch_model.bf16.safetensors"):
         assert (folder / name).is_file(), name
+
+
+def test_plan_names_the_model_without_loading_and_arguments_are_checked_first(tmp_path):
+    from lmms_genbench.core.args import ArgumentError
+    from lmms_genbench.core.failures import GeneratorConfigError
+    from lmms_genbench.generators.unified import plan_unified
+
+    plan = plan_unified("blip3o", {"pretrained": "BLIP3o/BLIP3o-Model-4B", "device": "cpu"})
+    assert plan.name.startswith("blip3o-blip3o-blip3o-model-4b-") and plan.batch_size == 1
+    other = plan_unified("blip3o", {"pretrained": "BLIP3o/BLIP3o-Model-4B", "device": "cpu", "decoder_steps": 25})
+    assert other.name != plan.name  # every setting that changes an image is in the name
+    with pytest.raises(ArgumentError, match="image_size"):
+        build_unified("blip3o", pretrained=str(tmp_path), device="cpu", image_size=1020)
+    with pytest.raises(GeneratorConfigError, match="lacks config.json"):
+        build_unified("blip3o", pretrained=str(tmp_path), device="cpu", dtype="float32")

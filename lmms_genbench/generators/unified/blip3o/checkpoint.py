@@ -98,7 +98,7 @@ def read_generation_weights(folder: Path, dtype) -> dict[str, Any]:
     out = {}
     for path in weight_files(folder):
         with safe_open(str(path), framework="pt") as f:
-            for key in f.keys():
+            for key in f.keys():  # noqa: SIM118 - a safetensors handle, not a dict
                 if key.startswith(("model.dit.", "model.latent_queries")):
                     out[key] = f.get_tensor(key).to(dtype)
     return out
@@ -106,8 +106,8 @@ def read_generation_weights(folder: Path, dtype) -> dict[str, Any]:
 
 def load_decoder(folder: Path, dtype):
     """The diffusion decoder's UNet, VAE and scheduler, each with the class its folder names."""
-    from diffusers import AutoencoderKL, UNet2DConditionModel
     import diffusers
+    from diffusers import AutoencoderKL, UNet2DConditionModel
 
     root = folder / DECODER
 

@@ -42,7 +42,7 @@ class NextDiTCrossAttn(nn.Module):
         self.in_channels = in_channels
 
     @classmethod
-    def from_state_dict(cls, weights: Mapping[str, torch.Tensor]) -> "NextDiTCrossAttn":
+    def from_state_dict(cls, weights: Mapping[str, torch.Tensor]) -> NextDiTCrossAttn:
         """The DiT whose widths the weights (keys without the ``model.dit.`` prefix) imply, loaded."""
         layers = {int(k.split(".")[2]) for k in weights if k.startswith("model.layers.")}
         dim, in_channels = weights["model.patch_embedder.proj.weight"].shape

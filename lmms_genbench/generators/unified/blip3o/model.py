@@ -21,7 +21,7 @@ from typing import Any
 
 from PIL import Image
 
-from ....core.args import as_choice, as_float, as_int, as_str
+from ....core.args import ArgumentError, as_choice, as_float, as_int, as_str
 from ....core.deps import require
 from ....core.failures import GeneratorConfigError
 from ....core.keys import generator_name
@@ -141,7 +141,7 @@ class Blip3oUnified:
         self.decoder_guidance = float(as_float("decoder_guidance", decoder_guidance, minimum=0.0))  # type: ignore[arg-type]
         self.image_size = int(as_int("image_size", image_size, minimum=8))  # type: ignore[arg-type]
         if self.image_size % 8:
-            raise ValueError(f"image_size: expected a multiple of 8 (the decoder's latent grid); got {self.image_size}")
+            raise ArgumentError(f"image_size: expected a multiple of 8 (the decoder's latent grid); got {self.image_size}")
         self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
         self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
         torch = self._torch = require("torch", "the blip3o unified model")
@@ -161,7 +161,8 @@ class Blip3oUnified:
 
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image, with the task's decoding settings."""
-        from ..janus import JanusUnified, _cut as cut
+        from ..janus import JanusUnified
+        from ..janus import _cut as cut
 
         # the task's decoding settings, read as the Janus model reads them (same attributes)
         settings, until = JanusUnified._decoding(self, gen_kwargs or {})  # type: ignore[arg-type]
