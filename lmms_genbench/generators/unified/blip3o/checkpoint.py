@@ -93,14 +93,33 @@ def weight_files(folder: Path) -> list[Path]:
 
 def read_generation_weights(folder: Path, dtype) -> dict[str, Any]:
     """Only the generation half's tensors (DiT, queries), read from the safetensors files."""
-    from safetensors import safe_open
-
     out = {}
     for path in weight_files(folder):
-        with safe_open(str(path), framework="pt") as f:
-            for key in f.keys():  # noqa: SIM118 - a safetensors handle, not a dict
-                if key.startswith(("model.dit.", "model.latent_queries")):
-                    out[key] = f.get_tensor(key).to(dtype)
+        out.update(_read_safetensors(path, ("model.dit.", "model.latent_queries"), dtype))
+    return out
+
+
+def _read_safetensors(path: Path, prefixes: tuple[str, ...], dtype) -> dict[str, Any]:
+    """The tensors of ``path`` whose names start with ``prefixes``, and no others: a safetensors
+    file is an 8-byte little-endian header size, a JSON header (dtype, shape, byte offsets) and
+    the raw tensors; only the wanted byte ranges are read."""
+    import struct
+
+    import torch
+
+    dtypes = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64}
+    out = {}
+    with open(path, "rb") as fh:
+        (size,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(size))
+        for name, entry in header.items():
+            if name == "__metadata__" or not name.startswith(prefixes):
+                continue
+            begin, stop = entry["data_offsets"]
+            fh.seek(8 + size + begin)
+            data = bytearray(fh.read(stop - begin))
+            tensor = torch.frombuffer(data, dtype=dtypes[entry["dtype"]]) if data else torch.empty(0)
+            out[name] = tensor.reshape(entry["shape"]).to(dtype)
     return out
 
 
