@@ -27,6 +27,8 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "vila_u": ("benchmarks.gpu_check:vila_u", "VILA-U 7B, 256 px, guidance 3"),
     "janus_1_3b": ("benchmarks.gpu_check:janus_1_3b", "Janus 1.3B, 384 px, guidance 5"),
     "janus_pro_7b": ("benchmarks.gpu_check:janus_pro_7b", "Janus-Pro 7B, 384 px, guidance 5"),
+    "blip3o": ("lmms_genbench.generators.unified.blip3o.real:random_blip3o",
+               "BLIP3-o 4B, 1024 px, DiT 30 steps + decoder 50 steps, guidance 3"),
 }
 
 #: the test data's tiny tokenizers and processors (a source checkout): no download

@@ -65,11 +65,17 @@ def components() -> dict[str, dict[str, int]]:
         vision_config=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=3584)))
     # VILA-U 7B (256 px): lmms_genbench/generators/unified/vila_u/real.py cites each size (two are estimates)
     from lmms_genbench.generators.unified.vila_u.real import parts as vila_u_parts
+    # the paper's BLIP3-o 4B (lmms_genbench/generators/unified/blip3o/real.py names each config's source)
+    from lmms_genbench.generators.unified.blip3o.real import real_parts
 
     vila_u = {name: sum(p.numel() for p in net.parameters()) for name, net in vila_u_parts("meta").items()}
+    with torch.device("meta"):
+        blip3o = real_parts()
     return {
         "Qwen2.5-VL-7B (describer)": {"model": _count(qwen25_vl_7b)},
         "VILA-U 7B 256 px (unified)": vila_u,
+        "BLIP3-o 4B (unified)": {name: sum(p.numel() for p in blip3o[name].parameters())
+                                 for name in ("lm", "dit", "unet", "vae")},
         "SD3.5-medium": {"transformer": _count(sd35_medium), "T5-XXL encoder": _count(t5_xxl),
                          "CLIP-L": _count(clip_l_proj), "CLIP-G": _count(clip_g), "VAE": _count(vae16)},
         "FLUX.1-dev / schnell": {"transformer": _count(flux), "T5-XXL encoder": _count(t5_xxl),

@@ -199,6 +199,10 @@ def key_problems(roles: list[Role]) -> list[Problem]:
     return problems
 
 
+#: the file that marks a unified model's checkpoint layout, where config.json alone does not
+UNIFIED_FILES = {"blip3o": "diffusion-decoder/model_index.json"}  # BLIP3-o's decoder lives beside its LM
+
+
 def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:
     """``(what, value, revision, needed file)`` of the weights a role loads from a folder or the
     Hub; None for an API model or a backend without weights."""
@@ -210,7 +214,7 @@ def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:
         if value in (None, "") and role.kind in ("describer", "unified"):
             value, default = role.defaults.get(key), True
         if isinstance(value, str) and value:
-            needed = "model_index.json" if role.kind == "generator" else "config.json"
+            needed = "model_index.json" if role.kind == "generator" else UNIFIED_FILES.get(role.name, "config.json")
             what = f"{role.prefix}{key}={value}" + (" (the class default)" if default else "")
             return what, value, role.args.get("revision") or None, needed
     return None

@@ -11,7 +11,8 @@ from .base import UnifiedModel
 
 # imported on first use, so listing names costs nothing; arguments are spelled unified.<arg>
 UNIFIED_MODELS = Registry(
-    {"janus": ".janus:JanusUnified", "showo": ".showo:ShowoUnified", "vila_u": ".vila_u:VilaUUnified"},
+    {"janus": ".janus:JanusUnified", "showo": ".showo:ShowoUnified", "vila_u": ".vila_u:VilaUUnified",
+     "blip3o": ".blip3o:Blip3oUnified"},
     package=__package__,
     what="unified",
     context="unified={}",

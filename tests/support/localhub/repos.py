@@ -53,11 +53,11 @@ def _smoke_family(family: str) -> Callable[[Path], Path]:
     return build
 
 
-def _parity(path: str) -> Callable[[Path], Path]:
-    """A committed folder of tests/support/data/parity/ (tiny checkpoints the authors' code wrote)."""
+def _parity(*parts: str) -> Callable[[Path], Path]:
+    """A committed parity checkpoint (tests/support/data/parity/), served as it is: the authors' layout."""
 
     def build(cache: Path | None, root: Path) -> Path:
-        return Path(__file__).resolve().parents[1] / "data" / "parity" / path
+        return Path(__file__).resolve().parents[1] / "data" / "parity" / Path(*parts)
 
     return build
 
@@ -149,6 +149,8 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "microsoft/phi-1_5": _parity("showo/phi-1_5"),
     # VILA-U as the authors' code wrote it (config.json, llm/, vision_tower/, mm_projector/)
     "mit-han-lab/vila-u-7b-256": _parity("vila_u/vila-u-7b-256"),
+    # BLIP3-o 4B as the authors' code wrote it
+    "BLIP3o/BLIP3o-Model-4B": _parity("blip3o", "BLIP3o-Model-4B"),
     "black-forest-labs/FLUX.1-schnell": _smoke_family("flux"),
     "stabilityai/stable-diffusion-3.5-medium": _smoke_family("sd3"),
     "stabilityai/stable-diffusion-3.5-large": _smoke_family("sd3"),

@@ -123,6 +123,8 @@ def test_a_native_unified_models_default_device_is_cuda():
     problem = device_problem([Role("unified", "showo", {}, "unified.")], cuda_devices=0)
     assert problem is not None and "unified.device=cuda (its default)" in problem.cause
     assert "unified.device=cpu" in problem.fix
+
+
 def test_a_unified_models_default_checkpoint_is_checked_like_a_given_one():
     from lmms_genbench.preflight.roles import roles_of, weights_of
 
@@ -132,3 +134,10 @@ def test_a_unified_models_default_checkpoint_is_checked_like_a_given_one():
                                 "mit-han-lab/vila-u-7b-256", None, "config.json")
     (role,), _, _ = roles_of("cycle", {"unified": "janus"})  # no default checkpoint: nothing to check
     assert weights_of(role) is None
+
+
+def test_a_blip3o_checkpoint_is_known_by_its_decoder_folder():
+    from lmms_genbench.preflight.roles import Role, weights_of
+
+    role = Role("unified", "blip3o", {"pretrained": "BLIP3o/BLIP3o-Model-4B"}, "unified.")
+    assert weights_of(role)[1:] == ("BLIP3o/BLIP3o-Model-4B", None, "diffusion-decoder/model_index.json")

@@ -1,0 +1,261 @@
+"""BLIP3-o (Salesforce; Chen et al. 2025) as a unified model, loaded as published.
+
+    lmms-eval --model cycle --model_args unified=blip3o,\\
+    unified.pretrained=BLIP3o/BLIP3o-Model-4B,unified.device=cuda,unified.dtype=bfloat16 \\
+        --tasks sdp_nocaps
+
+Describing is the frozen Qwen2.5-VL half, prompted as the authors' demo does (gradio/app.py: the
+Qwen2.5-VL chat template with the image first, the image resized by qwen_vl_utils' rules).
+Drawing is the generation half: the prompt in the authors' template goes through the language
+model with 64 learnt queries appended; the queries' last states condition the Lumina-Next DiT
+(:mod:`.dit`), which samples CLIP image features; the EMU2-style diffusion decoder turns them into
+pixels at 1024 px. Defaults and their sources are listed in :class:`Blip3oUnified`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+
+from ....core.args import ArgumentError, as_choice, as_float, as_int, as_str
+from ....core.deps import require
+from ....core.failures import GeneratorConfigError
+from ....core.keys import generator_name
+from ...base import GenerationResult
+from ...common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ...lazy import GeneratorPlan
+from ..base import DescribeResult, run_isolated
+
+#: the authors' text-to-image instruction (inference.py, gradio/app.py, eval/geneval/generate.py)
+DRAW_INSTRUCTION = "Please generate image based on the following caption: {}"
+#: conversation.py's ``conv_qwen`` (ChatML, the Qwen system turn), which add_template fills
+QWEN_CONVERSATION = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n"
+#: the token the authors append to open image mode (id 151665, hard-coded in generate_image)
+IMAGE_START = "[IMG]"
+#: the decoder's unconditional prompt: pipeline_llava_gen.py encodes " " (EMU2's pipeline had "")
+NEGATIVE_PROMPT = " "
+#: qwen_vl_utils.fetch_image's bounds (4 to 16384 tokens of 28 x 28 px), which app.py applies
+QWEN_FACTOR, QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 28, 4 * 28 * 28, 16384 * 28 * 28
+
+
+class Blip3oUnified:
+    """BLIP3-o checkpoints in the authors' layout (``BLIP3o/BLIP3o-Model-4B``, ``-8B``).
+
+    Args:
+        pretrained: hub id or local folder of a BLIP3-o checkpoint as published (the paper's 4B:
+            ``BLIP3o/BLIP3o-Model-4B``).
+        processor: hub id or folder whose image processor and chat template describe with
+            (inference.py and gradio/app.py load ``Qwen/Qwen2.5-VL-7B-Instruct``'s); the text is
+            tokenized by the checkpoint's own tokenizer (the same Qwen2.5 vocabulary).
+        device: torch device; a missing accelerator is an error, never a silent CPU run.
+        dtype: ``auto`` (bfloat16 on CUDA where supported...), ``float16``, ``bfloat16``, ``float32``.
+        batch_size: images described per forward batch, prompts per drawing chunk (drawn one by one).
+        dit_steps: the DiT's Euler steps (``sample_images``' default 30).
+        dit_guidance: the DiT's guidance against a zero condition (``sample_images``' default 3.0).
+        decoder_steps: the diffusion decoder's steps (the pipeline's default 50; inference.py
+            passes none).
+        decoder_guidance: the decoder's guidance against the features of " " (inference.py and
+            gradio/app.py pass 3.0).
+        image_size: output height and width in pixels (the pipeline's default 1024, the paper's).
+        temperature: describing temperature where the task sets none (0 = greedy).
+        max_new_tokens: description length limit where the task sets none (app.py's 1024).
+
+    Seeds: one CPU ``torch.Generator(seed)`` per prompt draws, in the authors' order, the DiT's
+    noise for the prompt, the DiT's noise for " ", and the decoder's starting latents, so an image
+    depends on its own prompt and seed only. With ``torch.manual_seed(seed)`` before the authors'
+    first call on a CPU this is exactly their draw; they cache the " " features after the first
+    call, where each image here recomputes them from its own seed.
+    """
+
+    concurrent = False  # one network on one device: describe and draw in turn
+
+    def __init__(self, pretrained: str = "BLIP3o/BLIP3o-Model-4B", processor: str = "Qwen/Qwen2.5-VL-7B-Instruct",
+                 device: str = "cuda", dtype: str = "auto", batch_size: int = 1, dit_steps: int = 30,
+                 dit_guidance: float = 3.0, decoder_steps: int = 50, decoder_guidance: float = 3.0,
+                 image_size: int = 1024, temperature: float = 0.0, max_new_tokens: int = 1024) -> None:
+        self._check(pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
+                    decoder_guidance, image_size, temperature, max_new_tokens)
+        torch = self._torch
+        transformers = require("transformers", "the blip3o unified model")
+        require("diffusers", "the blip3o unified model")
+        from . import checkpoint
+        from .dit import NextDiTCrossAttn, dit_weights
+
+        dtype = getattr(torch, self.dtype)
+        try:
+            folder = checkpoint.local_folder(self.pretrained)
+            raw = checkpoint.read_config(folder)
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+            self.lm = checkpoint.load_qwen(folder, raw, dtype)
+            generation = checkpoint.read_generation_weights(folder, dtype)
+            self.dit = NextDiTCrossAttn.from_state_dict(dit_weights(generation)).to(dtype)
+            self.queries = generation["model.latent_queries"]
+            self.unet, self.vae, self.decoder_scheduler = checkpoint.load_decoder(folder, dtype)
+            image_processor = transformers.AutoImageProcessor.from_pretrained(self.processor_id)
+            self.processor = transformers.Qwen2_5_VLProcessor(
+                image_processor=image_processor, tokenizer=self.tokenizer,
+                video_processor=transformers.Qwen2VLVideoProcessor(),  # required; never used (no video)
+                chat_template=checkpoint.chat_template(self.processor_id))
+        except Exception as exc:  # no such folder or id, not BLIP3-o's layout, ...
+            raise GeneratorConfigError(
+                f"unified.pretrained: cannot load a BLIP3-o checkpoint from {self.pretrained!r} "
+                f"(processor {self.processor_id!r}): {describe_error(exc)}") from exc
+        self._assemble(raw.get("n_query"))
+
+    def _assemble(self, n_query: int | None) -> None:
+        """Check the loaded parts (tokenizer, lm, dit, queries, unet, vae) and put them on the device."""
+        self.image_start = self.tokenizer.convert_tokens_to_ids(IMAGE_START)
+        if not isinstance(self.image_start, int) or self.image_start == self.tokenizer.unk_token_id:
+            raise GeneratorConfigError(f"unified.pretrained: the tokenizer of {self.pretrained!r} lacks {IMAGE_START}")
+        for module in (self.lm, self.dit, self.unet, self.vae):
+            module.to(self._device).eval()
+        self.queries = self.queries.to(self._device)
+        self.n_query = int(n_query or self.queries.shape[1])
+        self.vae_scale = 2 ** (len(self.vae.config.block_out_channels) - 1)
+
+    @classmethod
+    def plan(cls, pretrained: str = "BLIP3o/BLIP3o-Model-4B", processor: str = "Qwen/Qwen2.5-VL-7B-Instruct",
+             device: str = "cuda", dtype: str = "auto", batch_size: int = 1, dit_steps: int = 30,
+             dit_guidance: float = 3.0, decoder_steps: int = 50, decoder_guidance: float = 3.0,
+             image_size: int = 1024, temperature: float = 0.0, max_new_tokens: int = 1024) -> GeneratorPlan:
+        """Name and batch size, every argument and the device checked, no weights loaded."""
+        probe = cls.__new__(cls)
+        probe._check(pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
+                     decoder_guidance, image_size, temperature, max_new_tokens)
+        return GeneratorPlan(probe.name, probe.batch_size)
+
+    def _check(self, pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
+               decoder_guidance, image_size, temperature, max_new_tokens) -> None:
+        self.pretrained = as_str("pretrained", pretrained)
+        self.processor_id = as_str("processor", processor)
+        self.device = str(as_str("device", device))
+        dtype_choice = as_choice("dtype", dtype, DTYPES)
+        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
+        self.dit_steps = int(as_int("dit_steps", dit_steps, minimum=1))  # type: ignore[arg-type]
+        self.dit_guidance = float(as_float("dit_guidance", dit_guidance, minimum=0.0))  # type: ignore[arg-type]
+        self.decoder_steps = int(as_int("decoder_steps", decoder_steps, minimum=1))  # type: ignore[arg-type]
+        self.decoder_guidance = float(as_float("decoder_guidance", decoder_guidance, minimum=0.0))  # type: ignore[arg-type]
+        self.image_size = int(as_int("image_size", image_size, minimum=8))  # type: ignore[arg-type]
+        if self.image_size % 8:
+            raise ArgumentError(f"image_size: expected a multiple of 8 (the decoder's latent grid); got {self.image_size}")
+        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
+        torch = self._torch = require("torch", "the blip3o unified model")
+        self._device = check_device(torch, self.device)
+        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
+        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
+        self.name = generator_name("blip3o", label, {
+            "pretrained": self.pretrained, "processor": self.processor_id, "dtype": self.dtype,
+            "dit_steps": self.dit_steps, "dit_guidance": self.dit_guidance, "decoder_steps": self.decoder_steps,
+            "decoder_guidance": self.decoder_guidance, "image_size": self.image_size,
+            "temperature": self.temperature, "max_new_tokens": self.max_new_tokens})
+
+    def __repr__(self) -> str:
+        return f"Blip3oUnified(name={self.name!r}, device={self.device!r})"
+
+    # -- describing ------------------------------------------------------------
+
+    def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
+        """One description (or failure) per image, with the task's decoding settings."""
+        from ..janus import JanusUnified
+        from ..janus import _cut as cut
+
+        # the task's decoding settings, read as the Janus model reads them (same attributes)
+        settings, until = JanusUnified._decoding(self, gen_kwargs or {})  # type: ignore[arg-type]
+        messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
+        text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+        def call(chunk: list[Image.Image]) -> list[str]:
+            self.tokenizer.padding_side = "left"  # generation appends on the right
+            inputs = self.processor(text=[text] * len(chunk), images=[qwen_resize(image) for image in chunk],
+                                    padding=True, return_tensors="pt").to(self._device)
+            inputs["pixel_values"] = inputs["pixel_values"].to(self.lm.dtype)
+            with self._torch.inference_mode():
+                out = self.lm.generate(**inputs, **settings)
+            new = out[:, inputs["input_ids"].shape[1]:]
+            return [cut(t, until) for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+
+        return run_isolated(call, list(images), self.batch_size, "blip3o describe", self._free_memory)
+
+    # -- drawing ---------------------------------------------------------------
+
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
+        """One image (or failure) per prompt; each depends on its own prompt and seed only."""
+        prompts, seeds = list(prompts), [int(s) for s in seeds]
+        if len(prompts) != len(seeds):
+            raise ValueError(f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds")
+        return run_isolated(lambda chunk: [self._draw(p, s) for p, s in chunk], list(zip(prompts, seeds)),
+                            self.batch_size, "blip3o generate", self._free_memory)
+
+    def features(self, text: str, generator) -> Any:
+        """CLIP features ``(1, 64, channels)`` for one already-templated text (generate_image)."""
+        from .dit import sample_features
+
+        torch = self._torch
+        ids = self.tokenizer([text], return_tensors="pt").input_ids.to(torch.long)
+        ids = torch.cat([ids, torch.tensor([[self.image_start]])], dim=1).to(self._device)
+        embeds = self.lm.get_input_embeddings()(ids)
+        embeds = torch.cat([embeds, self.queries.to(embeds.dtype).expand(embeds.shape[0], -1, -1)], dim=1)
+        mask = torch.ones(embeds.shape[:2], dtype=torch.long, device=self._device)
+        # the final (normed) states, as their hidden_states[-1]; positions 0..n-1 on all three M-RoPE axes
+        states = self.lm.model.language_model(inputs_embeds=embeds, attention_mask=mask).last_hidden_state
+        return sample_features(self.dit, states[:, -self.n_query:], [generator], self.dit_steps, self.dit_guidance)
+
+    def _draw(self, prompt: str, seed: int) -> GenerationResult:
+        torch = self._torch
+        generator = torch.Generator().manual_seed(seed)
+        with torch.inference_mode():
+            cond = self.features(QWEN_CONVERSATION.format(DRAW_INSTRUCTION.format(prompt)), generator)
+            null = self.features(NEGATIVE_PROMPT, generator)
+            latents = self.decode_features(cond, null, generator)
+            pixels = self.vae.decode(latents / self.vae.config.scaling_factor).sample
+        array = ((pixels[0].float() / 2 + 0.5).clamp(0, 1).permute(1, 2, 0).cpu().numpy() * 255).round().astype("uint8")
+        return check_image(Image.fromarray(array), False)
+
+    def decode_features(self, cond, null, generator) -> Any:
+        """The decoder's latents for features ``cond`` against ``null`` (pipeline_llava_gen.py's loop)."""
+        torch = self._torch
+        scheduler = self.decoder_scheduler.__class__.from_config(self.decoder_scheduler.config)
+        size = self.image_size
+        embeds = torch.cat([cond, null]).to(self.unet.dtype)  # conditional rows first, as theirs
+        # SDXL's micro-conditioning: original size (their fixed 1024 x 1024), crop (0, 0), target size
+        time_ids = torch.tensor([[1024, 1024, 0, 0, size, size]] * 2, dtype=torch.long, device=self._device)
+        added = {"time_ids": time_ids, "text_embeds": embeds.mean(dim=1)}
+        scheduler.set_timesteps(self.decoder_steps, device=self._device)
+        shape = (1, self.unet.config.in_channels, size // self.vae_scale, size // self.vae_scale)
+        latents = torch.randn(shape, generator=generator, dtype=torch.float32).to(self._device, self.unet.dtype)
+        latents = latents * scheduler.init_noise_sigma
+        for t in scheduler.timesteps:
+            model_in = scheduler.scale_model_input(torch.cat([latents] * 2), t)
+            noise = self.unet(model_in, t, encoder_hidden_states=embeds, added_cond_kwargs=added).sample
+            cond_noise, null_noise = noise.chunk(2)
+            latents = scheduler.step(null_noise + self.decoder_guidance * (cond_noise - null_noise), t, latents).prev_sample
+        return latents
+
+    def _free_memory(self) -> None:
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
+
+
+def qwen_resize(image: Image.Image) -> Image.Image:
+    """qwen_vl_utils.fetch_image's preprocessing: RGB (alpha on white), then both sides rounded to
+    multiples of 28 with the pixel count kept within its bounds, resized bicubically (PIL's default)."""
+    if image.mode == "RGBA":
+        rgb = Image.new("RGB", image.size, (255, 255, 255))
+        rgb.paste(image, mask=image.split()[3])
+        image = rgb
+    image = image.convert("RGB")
+    width, height = image.size
+    h = max(QWEN_FACTOR, round(height / QWEN_FACTOR) * QWEN_FACTOR)
+    w = max(QWEN_FACTOR, round(width / QWEN_FACTOR) * QWEN_FACTOR)
+    if h * w > QWEN_MAX_PIXELS:
+        beta = math.sqrt(height * width / QWEN_MAX_PIXELS)
+        h, w = (math.floor(height / beta / QWEN_FACTOR) * QWEN_FACTOR, math.floor(width / beta / QWEN_FACTOR) * QWEN_FACTOR)
+    elif h * w < QWEN_MIN_PIXELS:
+        beta = math.sqrt(QWEN_MIN_PIXELS / (height * width))
+        h, w = (math.ceil(height * beta / QWEN_FACTOR) * QWEN_FACTOR, math.ceil(width * beta / QWEN_FACTOR) * QWEN_FACTOR)
+    return image.resize((w, h), Image.Resampling.BICUBIC)

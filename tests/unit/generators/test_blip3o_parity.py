@@ -1,0 +1,121 @@
+"""BLIP3-o through ``unified=blip3o`` reproduces the authors' code (JiuhaiChen/BLIP3o) on a tiny
+random checkpoint in their published layout: tests/support/data/parity/blip3o/ (its README says
+how the recorded numbers were made)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from lmms_genbench.generators.unified import build_unified
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("diffusers")
+
+DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "blip3o"
+EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
+#: float32 on both sides; the sums run in another order (transformers 5 vs 4.51, diffusers 0.42 vs 0.31)
+LOGIT_ATOL, FEATURE_ATOL = 1e-4, 1e-3
+
+
+@pytest.fixture(scope="module")
+def blip3o():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny ops: threads only contend (a draw takes 2 s, not 80)
+    try:
+        # what unified=blip3o,unified.pretrained=<folder>,unified.processor=<folder>,... builds
+        yield build_unified("blip3o", pretrained=str(DATA / "BLIP3o-Model-4B"),
+                            processor=str(DATA / "Qwen2.5-VL-7B-Instruct"), device="cpu", dtype="float32",
+                            image_size=EXPECTED["draw"]["height"])
+    finally:
+        torch.set_num_threads(before)
+
+
+def _inputs(model):
+    from lmms_genbench.generators.unified.blip3o.model import qwen_resize
+
+    rec = EXPECTED["describe"]
+    image = Image.open(DATA / "input.png")
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": rec["prompt"]}]}]
+    text = model.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    resized = qwen_resize(image)
+    return text, resized, model.processor(text=[text], images=[resized], return_tensors="pt")
+
+
+def test_understanding_reads_the_image_and_prompt_as_the_authors_demo(blip3o):
+    rec = EXPECTED["describe"]
+    text, resized, inputs = _inputs(blip3o)
+    assert text == rec["chat_text"]
+    assert list(resized.size) == rec["resized_by_qwen_vl_utils"]  # 90 x 61 -> 84 x 56 (qwen_vl_utils)
+    assert inputs.input_ids[0].tolist() == rec["input_ids"]
+    assert inputs.image_grid_thw.tolist() == rec["image_grid_thw"]
+    with torch.inference_mode():
+        logits = blip3o.lm(**inputs).logits[0, -1].float()
+    np.testing.assert_allclose(logits[:16].numpy(), rec["last_logits_first16"], atol=LOGIT_ATOL, rtol=0)
+    assert torch.topk(logits, 5).indices.tolist() == rec["last_logits_top5"]
+
+
+def test_greedy_description_matches_the_authors_token_for_token(blip3o):
+    rec = EXPECTED["describe"]
+    _, _, inputs = _inputs(blip3o)
+    with torch.inference_mode():
+        out = blip3o.lm.generate(**inputs, max_new_tokens=len(rec["greedy_ids"]), do_sample=False)
+    assert out[0, inputs.input_ids.shape[1]:].tolist() == rec["greedy_ids"]
+    # and through describe(), as the cycle calls it
+    [text] = blip3o.describe([Image.open(DATA / "input.png")], rec["prompt"],
+                             {"max_new_tokens": len(rec["greedy_ids"]), "temperature": 0})
+    assert text == blip3o.tokenizer.decode(rec["greedy_ids"], skip_special_tokens=True).strip()
+
+
+def test_dit_features_match_the_authors_generate_image(blip3o):
+    from lmms_genbench.generators.unified.blip3o.model import (
+        DRAW_INSTRUCTION,
+        QWEN_CONVERSATION,
+    )
+
+    rec = EXPECTED["draw"]
+    text = QWEN_CONVERSATION.format(DRAW_INSTRUCTION.format(rec["caption"]))
+    assert text == rec["formatted"]
+    assert blip3o.tokenizer([text]).input_ids[0] == rec["prompt_ids"]
+    with torch.inference_mode():
+        features = blip3o.features(text, torch.Generator().manual_seed(rec["seed"]))
+    assert list(features.shape) == rec["features_shape"]
+    np.testing.assert_allclose(features[0, 0, :8].numpy(), rec["features_first8"], atol=FEATURE_ATOL, rtol=0)
+    np.testing.assert_allclose(features[0, 5, :8].numpy(), rec["features_row5_first8"], atol=FEATURE_ATOL, rtol=0)
+    assert float(features.double().abs().sum()) == pytest.approx(rec["features_abs_sum"], rel=1e-5)
+
+
+def test_drawing_matches_the_authors_pixels_whatever_the_batch(blip3o):
+    rec = EXPECTED["draw"]
+    # the recorded prompt second in a batch: each image depends on its own prompt and seed only
+    _, image = blip3o.generate(["a green field", rec["caption"]], [7, rec["seed"]])
+    pixels = np.asarray(image).astype(int)
+    expected = np.array(rec["pixels"]).reshape(rec["pixels_shape"])
+    assert pixels.shape == expected.shape
+    assert np.abs(pixels - expected).max() <= 1  # uint8 rounding of float32 pixels
+
+
+def test_the_checkpoint_folder_is_the_published_layout():
+    folder = DATA / "BLIP3o-Model-4B"
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json", "vocab.json", "merges.txt",
+                 "diffusion-decoder/model_index.json", "diffusion-decoder/scheduler/scheduler_config.json",
+                 "diffusion-decoder/unet/diffusion_pytorch_model.bf16.safetensors",
+                 "diffusion-decoder/vae/diffusion_pytorch_model.bf16.safetensors"):
+        assert (folder / name).is_file(), name
+
+
+def test_plan_names_the_model_without_loading_and_arguments_are_checked_first(tmp_path):
+    from lmms_genbench.core.args import ArgumentError
+    from lmms_genbench.core.failures import GeneratorConfigError
+    from lmms_genbench.generators.unified import plan_unified
+
+    plan = plan_unified("blip3o", {"pretrained": "BLIP3o/BLIP3o-Model-4B", "device": "cpu"})
+    assert plan.name.startswith("blip3o-blip3o-blip3o-model-4b-") and plan.batch_size == 1
+    other = plan_unified("blip3o", {"pretrained": "BLIP3o/BLIP3o-Model-4B", "device": "cpu", "decoder_steps": 25})
+    assert other.name != plan.name  # every setting that changes an image is in the name
+    with pytest.raises(ArgumentError, match="image_size"):
+        build_unified("blip3o", pretrained=str(tmp_path), device="cpu", image_size=1020)
+    with pytest.raises(GeneratorConfigError, match="lacks config.json"):
+        build_unified("blip3o", pretrained=str(tmp_path), device="cpu", dtype="float32")
