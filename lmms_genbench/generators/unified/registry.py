@@ -11,7 +11,7 @@ from .base import UnifiedModel
 
 # imported on first use, so listing names costs nothing; arguments are spelled unified.<arg>
 UNIFIED_MODELS = Registry(
-    {"janus": ".janus:JanusUnified"},
+    {"janus": ".janus:JanusUnified", "bagel": ".bagel:BagelUnified"},
     package=__package__,
     what="unified",
     context="unified={}",
