@@ -185,6 +185,11 @@ def key_problems(roles: list[Role]) -> list[Problem]:
     return problems
 
 
+#: the file that tells a unified model's checkpoint apart where it is not config.json (BAGEL's
+#: published repository holds llm_config.json, vit_config.json and ema.safetensors instead)
+NEEDED_FILE = {"bagel": "ema.safetensors"}
+
+
 def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:
     """``(what, value, revision, needed file)`` of the weights a role loads from a folder or the
     Hub; None for an API model or a backend without weights."""
@@ -196,7 +201,7 @@ def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:
         if value in (None, "") and role.kind == "describer":
             value, default = role.defaults.get(key), True
         if isinstance(value, str) and value:
-            needed = "model_index.json" if role.kind == "generator" else "config.json"
+            needed = "model_index.json" if role.kind == "generator" else NEEDED_FILE.get(role.name, "config.json")
             what = f"{role.prefix}{key}={value}" + (" (the class default)" if default else "")
             return what, value, role.args.get("revision") or None, needed
     return None

@@ -44,6 +44,11 @@ def _smoke_janus(cache: Path | None, root: Path) -> Path:
     return tiny_janus_path(cache)
 
 
+def _parity_bagel(cache: Path | None, root: Path) -> Path:
+    """The tiny random BAGEL committed in the published layout (tests/support/data/parity/bagel)."""
+    return Path(__file__).resolve().parents[1] / "data" / "parity" / "bagel" / "BAGEL-7B-MoT-tiny"
+
+
 def _smoke_family(family: str) -> Callable[[Path], Path]:
     def build(cache: Path | None, root: Path) -> Path:
         from lmms_genbench.smoke.pipelines import tiny_family_path
@@ -132,6 +137,7 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "llava-hf/llava-1.5-7b-hf": _smoke_llava,
     "Qwen/Qwen2.5-VL-7B-Instruct": _smoke_describer("qwen2_5_vl"),
     "deepseek-community/Janus-Pro-7B": _smoke_janus,
+    "ByteDance-Seed/BAGEL-7B-MoT": _parity_bagel,
     "black-forest-labs/FLUX.1-schnell": _smoke_family("flux"),
     "stabilityai/stable-diffusion-3.5-medium": _smoke_family("sd3"),
     "stabilityai/stable-diffusion-3.5-large": _smoke_family("sd3"),
