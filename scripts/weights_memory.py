@@ -60,12 +60,25 @@ def components() -> dict[str, dict[str, int]]:
         vision_config=dict(depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16, out_hidden_size=3584)))
     return {
         "Qwen2.5-VL-7B (describer)": {"model": _count(qwen25_vl_7b)},
+        "BAGEL-7B-MoT (unified)": _bagel(),
         "SD3.5-medium": {"transformer": _count(sd35_medium), "T5-XXL encoder": _count(t5_xxl),
                          "CLIP-L": _count(clip_l_proj), "CLIP-G": _count(clip_g), "VAE": _count(vae16)},
         "FLUX.1-dev / schnell": {"transformer": _count(flux), "T5-XXL encoder": _count(t5_xxl),
                                  "CLIP-L": _count(clip_l), "VAE": _count(vae16)},
         "SDXL": {"UNet": _count(sdxl_unet), "CLIP-L": _count(clip_l), "CLIP-G": _count(clip_g), "VAE": _count(vae4)},
     }
+
+
+def _bagel() -> dict[str, int]:
+    """BAGEL at its published sizes (llm_config.json: Qwen2.5-7B's; vit_config.json: SigLIP so400m at
+    980 px, one layer dropped; FLUX.1's autoencoder), as unified=bagel builds it."""
+    from lmms_genbench.generators.unified.bagel.checkpoint import real_configs
+    from lmms_genbench.generators.unified.bagel.loading import build_empty
+
+    network, vae = build_empty(*real_configs())
+    lm = sum(p.numel() for p in network.language_model.parameters())
+    rest = sum(p.numel() for p in network.parameters()) - lm
+    return {"MoT LM (two experts)": lm, "SigLIP ViT + connectors": rest, "VAE": sum(p.numel() for p in vae.parameters())}
 
 
 def main() -> None:
