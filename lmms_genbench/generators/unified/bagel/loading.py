@@ -40,13 +40,16 @@ def load_bagel(pretrained: str, device: Any, dtype: Any) -> tuple[BagelNetwork, 
     if 2 ** (len(ae_shape.multipliers) - 1) != AUTHORS["ae_downsample"]:
         raise ValueError(f"ae.safetensors downsamples by {2 ** (len(ae_shape.multipliers) - 1)}, BAGEL expects 8")
     network, vae = build_empty(llm_config, vit_config, ae_shape)
-    network.load_state_dict(safetensors.load_file(files.path("ema.safetensors")), strict=True, assign=True)
-    vae.load_state_dict(diffusers_state(ae_state, len(ae_shape.multipliers)), strict=True, assign=True)
+    # cast while assigning, so that moving needs no dtype change (diffusers warns at a cast)
+    ema = {k: v.to(dtype) for k, v in safetensors.load_file(files.path("ema.safetensors")).items()}
+    network.load_state_dict(ema, strict=True, assign=True)
+    ae = {k: v.to(dtype) for k, v in diffusers_state(ae_state, len(ae_shape.multipliers)).items()}
+    vae.load_state_dict(ae, strict=True, assign=True)
     model = network.language_model.model
     rotary = type(model.rotary_emb)
     model.rotary_emb = rotary(config=llm_config)  # off the meta device before moving
-    network.to(device=device, dtype=dtype)
-    vae.to(device=device, dtype=dtype)
+    network.to(device=device)
+    vae.to(device=device)
     with torch.device(device):  # its frequencies stay float32 whatever the weights' dtype
         model.rotary_emb = rotary(config=llm_config)
     tokenizer = transformers.AutoTokenizer.from_pretrained(files.folder)
