@@ -13,10 +13,10 @@ import torch
 
 from ....core.deps import require
 from .autoencoder import build_autoencoder, diffusers_state
-from .checkpoint import AUTHORS, autoencoder_shape, locate, read_configs
+from .checkpoint import AUTHORS, autoencoder_shape, locate, read_configs, real_configs
 from .network import BagelNetwork, SpecialIds
 
-__all__ = ["build_empty", "load_bagel", "special_ids"]
+__all__ = ["build_empty", "load_bagel", "random_real_size", "special_ids"]
 
 SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>")
 
@@ -63,3 +63,14 @@ def special_ids(tokenizer: Any) -> SpecialIds:
     if missing:
         raise ValueError(f"the tokenizer lacks {', '.join(missing)}")
     return SpecialIds(*(vocab[t] for t in SPECIAL_TOKENS))
+
+
+def random_real_size(device: Any, dtype: Any, seed: int = 0) -> tuple[BagelNetwork, Any]:
+    """BAGEL-7B-MoT's network and autoencoder at the published sizes with seeded random weights,
+    built directly on ``device`` (for timing and memory checks where the weights cannot be had)."""
+    llm_config, vit_config, ae_shape = real_configs()
+    torch.manual_seed(seed)
+    with torch.device(device):
+        network = BagelNetwork(llm_config, vit_config, ae_shape.latent_channels, AUTHORS["ae_downsample"])
+        vae = build_autoencoder(ae_shape)
+    return network.to(dtype).eval(), vae.to(dtype).eval()

@@ -65,6 +65,10 @@ class BagelUnified:
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
+    _DEFAULTS = dict(pretrained=None, device="cuda", dtype="auto", batch_size=1, image_size=1024, num_timesteps=50,
+                     cfg_text_scale=4.0, cfg_img_scale=1.0, cfg_interval_start=0.4, cfg_interval_end=1.0,
+                     timestep_shift=3.0, cfg_renorm_min=0.0, cfg_renorm_type="global", max_new_tokens=1000,
+                     temperature=0.0)
 
     def __init__(self, pretrained: str | None = None, device: str = "cuda", dtype: str = "auto", batch_size: int = 1,
                  image_size: int = 1024, num_timesteps: int = 50, cfg_text_scale: float = 4.0,
@@ -85,16 +89,27 @@ class BagelUnified:
     def plan(cls, **kwargs: Any) -> GeneratorPlan:
         """Name and batch size, every argument and the device checked, no weights loaded."""
         probe = cls.__new__(cls)
-        defaults = dict(pretrained=None, device="cuda", dtype="auto", batch_size=1, image_size=1024,
-                        num_timesteps=50, cfg_text_scale=4.0, cfg_img_scale=1.0, cfg_interval_start=0.4,
-                        cfg_interval_end=1.0, timestep_shift=3.0, cfg_renorm_min=0.0, cfg_renorm_type="global",
-                        max_new_tokens=1000, temperature=0.0)
+        defaults = cls._DEFAULTS
         unknown = sorted(set(kwargs) - set(defaults))
         if unknown:
             raise ArgumentError(f"unified.{unknown[0]}: not an argument of unified=bagel (allowed: "
                                 f"{', '.join(defaults)})")
         probe._check(**{**defaults, **kwargs})
         return GeneratorPlan(probe.name, probe.batch_size)
+
+    @classmethod
+    def from_parts(cls, network: Any, vae: Any, tokenizer: Any, label: str = "random", **kwargs: Any) -> "BagelUnified":
+        """An instance around modules already built (``loading.random_real_size`` for a GPU check);
+        ``kwargs`` as the constructor's, ``label`` names it."""
+        from .loading import special_ids
+        from .network import FlowSettings
+
+        self = cls.__new__(cls)
+        self._check(**{**cls._DEFAULTS, **kwargs, "pretrained": label})
+        self.network, self.vae, self.tokenizer, self.special = network, vae, tokenizer, special_ids(tokenizer)
+        self.flow = FlowSettings(self.cfg_text_scale, self.cfg_img_scale, self.cfg_interval, self.timestep_shift,
+                                 self.num_timesteps, self.cfg_renorm_min, self.cfg_renorm_type)
+        return self
 
     def _check(self, pretrained, device, dtype, batch_size, image_size, num_timesteps, cfg_text_scale, cfg_img_scale,
                cfg_interval_start, cfg_interval_end, timestep_shift, cfg_renorm_min, cfg_renorm_type, max_new_tokens,
