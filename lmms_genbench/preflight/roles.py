@@ -147,8 +147,8 @@ def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> 
     asking, cpu = [], []
     for role in roles:
         defaults = dict(role.defaults) if role.kind == "describer" else {}
-        if role.name in ("diffusers", "janus"):
-            defaults["device"] = "cuda"  # these backends' default
+        if role.name == "diffusers" or role.kind == "unified":
+            defaults["device"] = "cuda"  # these backends' default (every unified model's)
         # what the user gave first, then the class's defaults
         candidates = [(k, role.args[k], True) for k in ("device", "device_map") if k in role.args]
         candidates += [(k, defaults.get(k), False) for k in ("device", "device_map") if k not in role.args]

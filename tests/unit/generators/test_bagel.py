@@ -46,3 +46,12 @@ def test_the_published_configuration_has_bagels_published_size():
     assert 14.5e9 < sum(p.numel() for p in network.parameters()) < 14.7e9  # with SigLIP so400m (0.4B)
     assert len(network.vit_model.vision_model.encoder.layers) == 26  # 27 in vit_config.json, one dropped
     assert 83e6 < sum(p.numel() for p in vae.parameters()) < 85e6  # FLUX.1's autoencoder
+
+
+def test_check_on_a_machine_without_cuda_names_the_default_device():
+    from lmms_genbench.preflight.roles import device_problem
+
+    role = Role("unified", "bagel", {"pretrained": "ByteDance-Seed/BAGEL-7B-MoT"}, "unified.")
+    problem = device_problem([role], cuda_devices=0)
+    assert problem is not None and "unified.device=cuda (its default)" in problem.cause
+    assert "unified.device=cpu" in problem.fix
