@@ -55,3 +55,18 @@ def test_check_on_a_machine_without_cuda_names_the_default_device():
     problem = device_problem([role], cuda_devices=0)
     assert problem is not None and "unified.device=cuda (its default)" in problem.cause
     assert "unified.device=cpu" in problem.fix
+
+
+def test_a_folder_that_is_not_a_bagel_checkpoint_is_refused_by_what_it_lacks(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from lmms_genbench.core.failures import GeneratorConfigError
+    from lmms_genbench.generators.unified import build_unified
+
+    tiny = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "bagel" / "BAGEL-7B-MoT-tiny"
+    folder = tmp_path / "not-bagel"
+    shutil.copytree(tiny, folder)
+    (folder / "ae.safetensors").unlink()
+    with pytest.raises(GeneratorConfigError, match="cannot load a BAGEL checkpoint from .*lacks ae.safetensors"):
+        build_unified("bagel", pretrained=str(folder), device="cpu", dtype="float32")

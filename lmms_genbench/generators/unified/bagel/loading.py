@@ -7,6 +7,7 @@ the rotary tables (buffers, not in the checkpoint) are rebuilt there.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import torch
@@ -17,6 +18,8 @@ from .checkpoint import AUTHORS, autoencoder_shape, locate, read_configs, real_c
 from .network import BagelNetwork, SpecialIds
 
 __all__ = ["build_empty", "load_bagel", "random_real_size", "special_ids"]
+
+logger = logging.getLogger(__name__)
 
 SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>")
 
@@ -42,7 +45,14 @@ def load_bagel(pretrained: str, device: Any, dtype: Any) -> tuple[BagelNetwork, 
     network, vae = build_empty(llm_config, vit_config, ae_shape)
     # cast while assigning, so that moving needs no dtype change (diffusers warns at a cast)
     ema = {k: v.to(dtype) for k, v in safetensors.load_file(files.path("ema.safetensors")).items()}
-    network.load_state_dict(ema, strict=True, assign=True)
+    expected = set(network.state_dict())
+    missing = sorted(expected - set(ema))
+    if missing:
+        raise ValueError(f"ema.safetensors lacks {len(missing)} weights of BAGEL, e.g. {', '.join(missing[:3])}")
+    extra = sorted(set(ema) - expected)
+    if extra:  # the authors' loader (accelerate, not strict) ignores them too
+        logger.warning("ema.safetensors: %d tensors BAGEL does not use, ignored (e.g. %s)", len(extra), extra[0])
+    network.load_state_dict({k: ema[k] for k in expected}, strict=True, assign=True)
     ae = {k: v.to(dtype) for k, v in diffusers_state(ae_state, len(ae_shape.multipliers)).items()}
     vae.load_state_dict(ae, strict=True, assign=True)
     model = network.language_model.model
