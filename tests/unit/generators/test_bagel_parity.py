@@ -16,6 +16,7 @@ from PIL import Image
 torch = pytest.importorskip("torch")
 
 from lmms_genbench.generators.unified import build_unified
+from lmms_genbench.generators.unified.bagel import BagelUnified
 from lmms_genbench.generators.unified.bagel.network import FlowSettings
 
 PARITY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "bagel"
@@ -69,8 +70,8 @@ def test_drawing_matches_the_authors_latents_and_pixels(bagel, variant):
 
 
 def test_the_unified_interface_draws_at_the_set_size_and_describes(bagel):
-    tiny = build_unified("bagel", pretrained=str(CHECKPOINT), device="cpu", dtype="float32", image_size=32,
-                         num_timesteps=3)
+    tiny = BagelUnified.from_parts(bagel.network, bagel.vae, bagel.tokenizer, device="cpu", dtype="float32",
+                                   image_size=32, num_timesteps=3)
     images = tiny.generate(["a cat", "a dog"], [1, 2])
     assert [im.size for im in images] == [(32, 32), (32, 32)]
     again = tiny.generate(["a dog"], [2])[0]  # a drawing depends on its prompt and seed only
