@@ -19,7 +19,7 @@ oscarqjh/Bagel 751db47 (ByteDance-Seed/Bagel 056b5fd has the same inference code
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -67,10 +67,10 @@ class FlowSettings:
 class _Step:
     """What one denoising pass sees besides the latents."""
 
-    ids: torch.Tensor
-    gen: torch.Tensor
-    pos_embed: torch.Tensor
-    contexts: dict[str, Context] = field(default_factory=dict)
+    ids: torch.Tensor  # the two image markers
+    gen: torch.Tensor  # which tokens take the generation expert: the latents, not the markers
+    pos_embed: torch.Tensor  # the latents' sin-cos positions
+    contexts: dict[str, Context]  # cond, text (its guidance's), image (its guidance's)
 
 
 class BagelNetwork(nn.Module):
