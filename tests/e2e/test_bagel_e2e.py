@@ -8,7 +8,11 @@ authors' code in tests/unit/generators/test_bagel_parity.py. What a CPU run adds
 ``unified.image_size`` and few ``unified.num_timesteps``.
 """
 
-from tests.support.lmms_eval_runs import BIN, results_file, run
+import subprocess
+
+import pytest
+
+from tests.support.lmms_eval_runs import BIN, nonblank_lines, offline_env, results_file, run
 
 MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
 
@@ -33,3 +37,26 @@ def test_the_unified_bagel_command_on_a_cpu(local_hub, tmp_path):
     assert (got["n_scored,none"], got["n_failed,none"]) == (3, 0), got
     for mapping in MAPPINGS:
         assert -1.0 <= got[f"mcd_{mapping},none"] <= 1.0, got
+
+
+@pytest.mark.parametrize("repo, ok", [("ByteDance-Seed/BAGEL-7B-MoT", True), ("deepseek-community/Janus-Pro-7B", False)],
+                         ids=["bagel", "not-bagel"])
+def test_check_knows_the_files_a_bagel_id_needs(local_hub, tmp_path, repo, ok):
+    """``lmms-genbench check`` asks the hub for ema.safetensors: BAGEL's id passes, a repository
+    without it (Janus's) is named, before any weight loads."""
+    from tests.support.localhub.repos import add_models
+
+    add_models(local_hub, ids=[repo])
+    env = {**offline_env(tmp_path), **local_hub.env(hf_home=tmp_path / "hf")}
+    args = f"unified=bagel,unified.pretrained={repo},unified.device=cpu,artifacts={tmp_path / 'art'}"
+    proc = subprocess.run([str(BIN / "lmms-genbench"), "check", "--model", "cycle", "--model_args", args,
+                           "--tasks", "sdp_nocaps", "--limit", "3", "--output_path", str(tmp_path / "logs")],
+                          check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    last = nonblank_lines(proc.stderr)[-1]
+    if ok:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert last == "lmms-genbench check: ok: nothing missing for --model cycle --tasks sdp_nocaps", last
+    else:
+        assert proc.returncode == 1, proc.stderr[-3000:]
+        assert f"{repo} has no ema.safetensors" in proc.stderr, proc.stderr[-3000:]
+    assert not list((tmp_path / "hf").rglob("*.safetensors"))  # nothing downloaded
