@@ -78,3 +78,13 @@ def test_the_unified_interface_draws_at_the_set_size_and_describes(bagel):
     assert np.array_equal(np.asarray(again), np.asarray(images[1]))
     texts = tiny.describe([Image.open(PARITY / "input.png")], "Describe this image.", {"max_new_tokens": 4})
     assert len(texts) == 1 and isinstance(texts[0], str)
+
+
+@pytest.mark.parametrize("case", EXPECTED["resize_sizes"], ids=lambda c: "x".join(map(str, c["input"])))
+def test_images_are_resized_as_the_authors_transforms_resize_them(case):
+    from lmms_genbench.generators.unified.bagel.checkpoint import AUTHORS
+    from lmms_genbench.generators.unified.bagel.vision import resize_for
+
+    vae = resize_for(Image.new("RGB", tuple(case["input"])), *AUTHORS["vae_transform"])
+    assert list(vae.size) == case["vae_resized"]
+    assert list(resize_for(vae, *AUTHORS["vit_transform"]).size) == case["vit_resized"]
