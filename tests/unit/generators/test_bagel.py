@@ -70,3 +70,12 @@ def test_a_folder_that_is_not_a_bagel_checkpoint_is_refused_by_what_it_lacks(tmp
     (folder / "ae.safetensors").unlink()
     with pytest.raises(GeneratorConfigError, match="cannot load a BAGEL checkpoint from .*lacks ae.safetensors"):
         build_unified("bagel", pretrained=str(folder), device="cpu", dtype="float32")
+
+
+def test_the_planner_starts_from_the_constructors_defaults():
+    import inspect
+
+    from lmms_genbench.generators.unified.bagel import BagelUnified
+
+    signature = inspect.signature(BagelUnified.__init__).parameters
+    assert {n: p.default for n, p in signature.items() if n != "self"} == BagelUnified._DEFAULTS

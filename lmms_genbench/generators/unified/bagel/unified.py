@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image
 
@@ -65,10 +65,13 @@ class BagelUnified:
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
-    _DEFAULTS = dict(pretrained=None, device="cuda", dtype="auto", batch_size=1, image_size=1024, num_timesteps=50,
-                     cfg_text_scale=4.0, cfg_img_scale=1.0, cfg_interval_start=0.4, cfg_interval_end=1.0,
-                     timestep_shift=3.0, cfg_renorm_min=0.0, cfg_renorm_type="global", max_new_tokens=1000,
-                     temperature=0.0)
+    #: the constructor's defaults (plan and from_parts start from them)
+    _DEFAULTS: ClassVar[dict[str, Any]] = {
+        "pretrained": None, "device": "cuda", "dtype": "auto", "batch_size": 1, "image_size": 1024,
+        "num_timesteps": 50, "cfg_text_scale": 4.0, "cfg_img_scale": 1.0, "cfg_interval_start": 0.4,
+        "cfg_interval_end": 1.0, "timestep_shift": 3.0, "cfg_renorm_min": 0.0, "cfg_renorm_type": "global",
+        "max_new_tokens": 1000, "temperature": 0.0,
+    }
 
     def __init__(self, pretrained: str | None = None, device: str = "cuda", dtype: str = "auto", batch_size: int = 1,
                  image_size: int = 1024, num_timesteps: int = 50, cfg_text_scale: float = 4.0,
@@ -98,7 +101,7 @@ class BagelUnified:
         return GeneratorPlan(probe.name, probe.batch_size)
 
     @classmethod
-    def from_parts(cls, network: Any, vae: Any, tokenizer: Any, label: str = "random", **kwargs: Any) -> "BagelUnified":
+    def from_parts(cls, network: Any, vae: Any, tokenizer: Any, label: str = "random", **kwargs: Any) -> BagelUnified:
         """An instance around modules already built (``loading.random_real_size`` for a GPU check);
         ``kwargs`` as the constructor's, ``label`` names it."""
         from .loading import special_ids
@@ -219,7 +222,7 @@ class BagelUnified:
         n = (height // net.latent_downsample) * (width // net.latent_downsample)
         noise = torch.randn((n, net.patch * net.patch * net.latent_channels), generator=torch.Generator().manual_seed(seed))
         with torch.inference_mode():
-            cond = net.add_text(Context(), self.tokenizer.encode(prompt), self.special)
+            cond = net.add_text(Context(), self.tokenizer.encode(prompt.strip()), self.special)  # as lmms-eval strips
             # text guidance's context lacks the prompt; image guidance's holds it, as the conditional one
             contexts = {"cond": cond, "text": Context(), "image": cond}
             tokens = net.draw(contexts, height, width, noise, flow or self.flow, self.special)
