@@ -23,6 +23,7 @@ from pathlib import Path
 
 #: model -> (builder "module:function" returning a UnifiedModel at real size, what the paper ran)
 BUILDERS: dict[str, tuple[str, str]] = {
+    "bagel": ("benchmarks.gpu_check:bagel", "BAGEL 7B MoT (14B), 1024 px, 50 steps, text guidance 4"),
     "showo": ("benchmarks.gpu_check:showo", "Show-o 1.3B, 512 px, 50 steps, guidance 5"),
     "vila_u": ("benchmarks.gpu_check:vila_u", "VILA-U 7B, 256 px, guidance 3"),
     "janus_1_3b": ("benchmarks.gpu_check:janus_1_3b", "Janus 1.3B, 384 px, guidance 5"),
@@ -33,6 +34,18 @@ BUILDERS: dict[str, tuple[str, str]] = {
 
 #: the test data's tiny tokenizers and processors (a source checkout): no download
 PARITY = Path(__file__).resolve().parents[1] / "tests" / "support" / "data" / "parity"
+
+
+def bagel(device: str, dtype: str):
+    import torch
+    from transformers import AutoTokenizer
+
+    from lmms_genbench.generators.unified.bagel import BagelUnified
+    from lmms_genbench.generators.unified.bagel.loading import random_real_size
+
+    tokenizer = AutoTokenizer.from_pretrained(str(PARITY / "bagel" / "BAGEL-7B-MoT-tiny"))  # Qwen2.5's markers
+    network, vae = random_real_size(device, getattr(torch, dtype))
+    return BagelUnified.from_parts(network, vae, tokenizer, device=device, dtype=dtype)
 
 
 def showo(device: str, dtype: str):

@@ -76,6 +76,7 @@ def components() -> dict[str, dict[str, int]]:
         "VILA-U 7B 256 px (unified)": vila_u,
         "BLIP3-o 4B (unified)": {name: sum(p.numel() for p in blip3o[name].parameters())
                                  for name in ("lm", "dit", "unet", "vae")},
+        "BAGEL-7B-MoT (unified)": _bagel(),
         "SD3.5-medium": {"transformer": _count(sd35_medium), "T5-XXL encoder": _count(t5_xxl),
                          "CLIP-L": _count(clip_l_proj), "CLIP-G": _count(clip_g), "VAE": _count(vae16)},
         "FLUX.1-dev / schnell": {"transformer": _count(flux), "T5-XXL encoder": _count(t5_xxl),
@@ -88,6 +89,18 @@ def components() -> dict[str, dict[str, int]]:
         "Show-o 512x512 (unified)": {"Phi-1.5 transformer": _count(showo.language_model),
                                      "MAGVIT-v2": _count(showo.image_tokenizer)},
     }
+
+
+def _bagel() -> dict[str, int]:
+    """BAGEL at its published sizes (llm_config.json: Qwen2.5-7B's; vit_config.json: SigLIP so400m at
+    980 px, one layer dropped; FLUX.1's autoencoder), as unified=bagel builds it."""
+    from lmms_genbench.generators.unified.bagel.checkpoint import real_configs
+    from lmms_genbench.generators.unified.bagel.loading import build_empty
+
+    network, vae = build_empty(*real_configs())
+    lm = sum(p.numel() for p in network.language_model.parameters())
+    rest = sum(p.numel() for p in network.parameters()) - lm
+    return {"MoT LM (two experts)": lm, "SigLIP ViT + connectors": rest, "VAE": sum(p.numel() for p in vae.parameters())}
 
 
 def main() -> None:

@@ -58,6 +58,9 @@ class LmmsGenerator:
             (``generator.pretrained=...``, ``generator.output_dir=...``).
     """
 
+    #: how a load failure names this role and its arguments (unified=lmms: says unified.)
+    ROLE = ("generator", "generator.")
+
     def __init__(self, model: str | None = None, batch_size: int = 1, **model_args: Any) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ArgumentError(
@@ -68,7 +71,8 @@ class LmmsGenerator:
         self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
         self.model_args = dict(model_args)
         repair_registration(self.model)
-        self.lm = host.build_model(self.model, self.model_args, role="generator", prefix="generator.")
+        role, prefix = self.ROLE
+        self.lm = host.build_model(self.model, self.model_args, role=role, prefix=prefix)
         # the model's identity: its type, weights and every output-deciding argument
         # (where it saves its files decides nothing about them)
         shown = {k: v for k, v in self.model_args.items() if k not in OUTPUT_FOLDER_ARGS}

@@ -199,8 +199,10 @@ def key_problems(roles: list[Role]) -> list[Problem]:
     return problems
 
 
-#: the file that marks a unified model's checkpoint layout, where config.json alone does not
-UNIFIED_FILES = {"blip3o": "diffusion-decoder/model_index.json"}  # BLIP3-o's decoder lives beside its LM
+#: the file that marks a unified model's checkpoint layout, where config.json alone does not: BLIP3-o's
+#: decoder lives beside its LM; BAGEL's published repository holds llm_config.json, vit_config.json and
+#: ema.safetensors instead of a config.json
+UNIFIED_FILES = {"blip3o": "diffusion-decoder/model_index.json", "bagel": "ema.safetensors"}
 
 
 def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:

@@ -1,7 +1,7 @@
 """Unified models: one network that both describes images and draws them.
 
-See :mod:`.base` for the interface and how to add a model; ``janus`` (Janus-Pro
-through transformers) is the one shipped.
+See :mod:`.base` for the interface and how to add a model; shipped: ``janus`` (Janus-Pro
+through transformers) and ``bagel`` (BAGEL, :mod:`.bagel`); registry.py lists them.
 """
 
 from .base import UnifiedModel, run_isolated

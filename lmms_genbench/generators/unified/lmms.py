@@ -60,7 +60,7 @@ class LmmsUnified:
                 f"instance (no mode attribute with {' and '.join('/'.join(m) for m in MODES)} modes in its "
                 f"module's BASE_PARAMS); run it decoupled: describer=<model>,generator=lmms:{name}")
         answer, draw = modes or ("", "")
-        self.generator = LmmsGenerator(model, batch_size, mode=draw, **model_args)
+        self.generator = _UnifiedLmms(model, batch_size, mode=draw, **model_args)
         self.lm, self.batch_size = self.generator.lm, self.generator.batch_size
         self.name = self.generator.name
         base = getattr(sys.modules.get(type(self.lm).__module__), "BASE_PARAMS", {})
@@ -99,6 +99,12 @@ class LmmsUnified:
 
     def __repr__(self) -> str:
         return f"LmmsUnified(name={self.name!r})"
+
+
+class _UnifiedLmms(LmmsGenerator):
+    """The generator half, whose load failures name the role the user typed (unified.<arg>)."""
+
+    ROLE = ("unified model", "unified.")
 
 
 def _modes(cls: type) -> tuple[str, str] | None:

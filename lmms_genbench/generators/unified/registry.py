@@ -12,7 +12,7 @@ from .base import UnifiedModel
 # imported on first use, so listing names costs nothing; arguments are spelled unified.<arg>
 UNIFIED_MODELS = Registry(
     {"janus": ".janus:JanusUnified", "showo": ".showo:ShowoUnified", "vila_u": ".vila_u:VilaUUnified",
-     "blip3o": ".blip3o:Blip3oUnified"},
+     "blip3o": ".blip3o:Blip3oUnified", "bagel": ".bagel:BagelUnified"},
     package=__package__,
     what="unified",
     context="unified={}",

@@ -151,6 +151,8 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "mit-han-lab/vila-u-7b-256": _parity("vila_u/vila-u-7b-256"),
     # BLIP3-o 4B as the authors' code wrote it
     "BLIP3o/BLIP3o-Model-4B": _parity("blip3o", "BLIP3o-Model-4B"),
+    # the tiny random BAGEL in the published layout
+    "ByteDance-Seed/BAGEL-7B-MoT": _parity("bagel", "BAGEL-7B-MoT-tiny"),
     "black-forest-labs/FLUX.1-schnell": _smoke_family("flux"),
     "stabilityai/stable-diffusion-3.5-medium": _smoke_family("sd3"),
     "stabilityai/stable-diffusion-3.5-large": _smoke_family("sd3"),

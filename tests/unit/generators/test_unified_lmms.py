@@ -1,7 +1,8 @@
 """``unified=lmms:<model type>``: one lmms-eval model type in both roles, switched per call.
 
 Driven with a stand-in of bagel's interface (tests/support/bagel_standin.py); lmms-eval's real
-``bagel`` class was not run (it needs the Bagel package and a 14B checkpoint)."""
+``bagel`` class cannot run on this package's versions (the Bagel package needs flash-attn and
+transformers 4; docs/support.md): BAGEL itself runs natively as ``unified=bagel``."""
 
 from __future__ import annotations
 
@@ -73,3 +74,15 @@ def test_lmms_evals_own_bagel_class_has_the_interface_unified_switches():
     cls = get_model("bagel")
     assert cls.__name__ == "BagelUMM"
     assert _modes(cls) == ("understanding", "generate")
+
+
+def test_a_load_failure_names_the_unified_role_and_its_arguments(tmp_path):
+    """What the user typed is unified.pretrained, so the one line says so (it said generator.)."""
+    from lmms_genbench.core.errors import ActionableError
+    from lmms_genbench.generators.unified import build_unified
+
+    missing = tmp_path / "no-such-checkpoint"
+    with pytest.raises(ActionableError) as err:
+        build_unified("lmms:bagel", pretrained=str(missing))
+    assert f"the unified model bagel did not load: its weights unified.pretrained={missing} do not exist" in str(err.value)
+    assert "generator." not in str(err.value)
