@@ -18,24 +18,23 @@ them at first use (a run served from the store never does).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from ...core.args import as_choice, as_float, as_int, as_str
+from ...core.args import as_str
 from ...core.deps import require
 from ...core.failures import GeneratorConfigError
-from ...core.keys import generator_name
 from ..base import GenerationResult
-from ..common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ..common import check_image, describe_error
 from ..lazy import GeneratorPlan
-from .base import DescribeResult, run_isolated
+from .base import DescribeResult
+from .common import UnifiedCommon, count, cut, hf_decoding, number
 
 
-class JanusUnified:
+class JanusUnified(UnifiedCommon):
     """Janus / Janus-Pro checkpoints in the transformers format or in DeepSeek's own.
 
     Args:
@@ -70,6 +69,7 @@ class JanusUnified:
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
+    family = "janus"
 
     def __init__(
         self,
@@ -117,51 +117,30 @@ class JanusUnified:
              max_new_tokens: int = 512) -> GeneratorPlan:
         """Name and batch size, every argument and the device checked, no weights loaded
         (:mod:`lmms_genbench.generators.lazy`)."""
-        probe = cls.__new__(cls)
-        probe._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
-                     max_new_tokens)
-        return GeneratorPlan(probe.name, probe.batch_size)
+        return cls._planned(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
+                            max_new_tokens)
 
     def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
                max_new_tokens) -> None:
-        self.pretrained = as_str("pretrained", pretrained)
-        self.device = str(as_str("device", device))
-        dtype_choice = as_choice("dtype", dtype, DTYPES)
-        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
-        self.guidance_scale = float(as_float("guidance_scale", guidance_scale, minimum=1.0))  # type: ignore[arg-type]
-        self.image_temperature = float(as_float("image_temperature", image_temperature, minimum=0.0))  # type: ignore[arg-type]
-        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
-        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
-
-        torch = self._torch = require("torch", "the janus unified model")
-        self._device = check_device(torch, self.device)
-        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
-        # a local folder reads best by its own name; the hash still holds the full path
-        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
-        self.name = generator_name(
-            "janus",
-            label,
-            {
-                "pretrained": self.pretrained,
-                "dtype": self.dtype,
-                "guidance_scale": self.guidance_scale,
-                "image_temperature": self.image_temperature,
-                "temperature": self.temperature,
-                "max_new_tokens": self.max_new_tokens,
-            },
-        )
-
-    def __repr__(self) -> str:
-        return f"JanusUnified(name={self.name!r}, device={self.device!r})"
+        self.pretrained = str(as_str("pretrained", pretrained))
+        dtype_choice = self._check_runtime(device, dtype, batch_size)
+        self.guidance_scale = number("guidance_scale", guidance_scale, minimum=1.0)
+        self.image_temperature = number("image_temperature", image_temperature)
+        self.temperature = number("temperature", temperature)
+        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
+        self._settle(dtype_choice, {
+            "guidance_scale": self.guidance_scale, "image_temperature": self.image_temperature,
+            "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+        })
 
     # -- describing ------------------------------------------------------------
 
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image, with the task's decoding settings."""
-        settings, until = self._decoding(gen_kwargs or {})
+        settings, until = hf_decoding(gen_kwargs or {}, self.temperature, self.max_new_tokens)
         if self._chat is not None:
-            return run_isolated(lambda chunk: self._describe_deepseek(chunk, prompt, settings, until), list(images),
-                                self.batch_size, "janus describe", self._free_memory)
+            return self._isolated(lambda chunk: self._describe_deepseek(chunk, prompt, settings, until), images,
+                                  "describe")
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
         text = self.processor.apply_chat_template(messages, add_generation_prompt=True)
 
@@ -177,9 +156,9 @@ class JanusUnified:
             with self._torch.inference_mode():
                 out = self.model.generate(**inputs, generation_mode="text", **settings)
             new = out[:, inputs["input_ids"].shape[1] :]
-            return [_cut(t, until) for t in self.processor.batch_decode(new, skip_special_tokens=True)]
+            return [cut(t, until) for t in self.processor.batch_decode(new, skip_special_tokens=True)]
 
-        return run_isolated(call, list(images), self.batch_size, "janus describe", self._free_memory)
+        return self._isolated(call, images, "describe")
 
     def _describe_deepseek(self, chunk: list[Image.Image], prompt: str, settings: dict[str, Any],
                            until: list[str]) -> list[str]:
@@ -192,36 +171,13 @@ class JanusUnified:
                 input_ids=ids, attention_mask=torch.ones_like(ids), pixel_values=pixels.to(self._device, self.model.dtype),
                 generation_mode="text", eos_token_id=chat.eos_id, pad_token_id=chat.eos_id, **settings,
             )
-        return [_cut(chat.decode(row.tolist()), until) for row in out[:, ids.shape[1]:]]
-
-    def _decoding(self, gen_kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """The task's ``generation_kwargs`` as ``generate`` arguments, plus its stop strings."""
-        temperature = as_float("gen_kwargs temperature", gen_kwargs.get("temperature", self.temperature), minimum=0.0)
-        settings: dict[str, Any] = {
-            "max_new_tokens": as_int(
-                "gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", self.max_new_tokens), minimum=1
-            ),
-            # as lmms-eval's models: temperature 0 means greedy whatever do_sample says
-            "do_sample": bool(gen_kwargs.get("do_sample", True)) and bool(temperature),
-            "num_beams": as_int("gen_kwargs num_beams", gen_kwargs.get("num_beams", 1), minimum=1),
-        }
-        if settings["do_sample"]:
-            settings["temperature"] = temperature
-            if gen_kwargs.get("top_p") is not None:
-                settings["top_p"] = as_float("gen_kwargs top_p", gen_kwargs["top_p"], minimum=0.0)
-        until = gen_kwargs.get("until") or []
-        return settings, [until] if isinstance(until, str) else [str(u) for u in until]
+        return [cut(chat.decode(row.tolist()), until) for row in out[:, ids.shape[1]:]]
 
     # -- drawing ---------------------------------------------------------------
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
         """One image (or failure) per prompt; each depends on its own prompt and seed only."""
-        prompts, seeds = list(prompts), [int(s) for s in seeds]
-        if len(prompts) != len(seeds):
-            raise ValueError(
-                f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds"
-            )
-        return run_isolated(self._draw, list(zip(prompts, seeds)), self.batch_size, "janus generate", self._free_memory)
+        return self._isolated(self._draw, self._seeded(prompts, seeds), "generate")
 
     def _draw(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
         torch = self._torch
@@ -276,11 +232,6 @@ class JanusUnified:
         arrays = ((pixels.float().cpu() + 1) / 2 * 255).clamp(0, 255).to(torch.uint8).numpy()
         return [check_image(Image.fromarray(a), False) for a in arrays]
 
-    def _free_memory(self) -> None:
-        # after an out-of-memory batch the cached blocks would fail the retries too
-        if self._torch.cuda.is_available():
-            self._torch.cuda.empty_cache()
-
 
 class _Guidance:
     """Classifier-free guidance: Janus stacks conditional rows over unconditional ones."""
@@ -315,11 +266,3 @@ class _SeededSampler:
         size = scores.shape[-1]
         exp = torch.stack([torch.empty(size).exponential_(generator=g) for g in self.generators])
         return scores.float() / self.temperature - exp.log().to(scores.device)
-
-
-def _cut(text: str, until: list[str]) -> str:
-    """``text`` up to the first stop string."""
-    for stop in until:
-        if stop and stop in text:
-            text = text.split(stop, 1)[0]
-    return text.strip()

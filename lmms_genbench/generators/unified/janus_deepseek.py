@@ -15,16 +15,15 @@ preprocessing and the tokenizer follow DeepSeek's processor (see :class:`DeepSee
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from ...core.failures import GeneratorConfigError
+from .common import repo_file
 
 __all__ = ["DEEPSEEK_FILES", "DeepSeekChat", "is_deepseek_layout", "load_deepseek", "map_state_dict", "read_json",
            "real_config"]
@@ -51,22 +50,8 @@ def is_deepseek_layout(config: dict[str, Any]) -> bool:
     return config.get("model_type") == "multi_modality" or "language_config" in config
 
 
-def _fetch(pretrained: str, filename: str) -> Path | None:
-    """``filename`` of a local folder or a Hub repository (through the HF_ENDPOINT the Hub client reads), or None."""
-    if os.path.isdir(pretrained):
-        path = Path(pretrained) / filename
-        return path if path.is_file() else None
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
-
-    try:
-        return Path(hf_hub_download(pretrained, filename))
-    except EntryNotFoundError:
-        return None
-
-
 def read_json(pretrained: str, filename: str, required: bool = True) -> dict[str, Any]:
-    path = _fetch(pretrained, filename)
+    path = repo_file(pretrained, filename)
     if path is None:
         if required:
             raise FileNotFoundError(f"{pretrained} has no {filename}")
@@ -79,12 +64,12 @@ def _state_dict(pretrained: str) -> dict[str, Any]:
     from transformers.modeling_utils import load_state_dict
 
     for name in _WEIGHT_FILES:
-        path = _fetch(pretrained, name)
+        path = repo_file(pretrained, name)
         if path is None:
             continue
         if name.endswith(".index.json"):
             shards = sorted(set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values()))
-            paths = [_fetch(pretrained, shard) for shard in shards]
+            paths = [repo_file(pretrained, shard) for shard in shards]
         else:
             paths = [path]
         state: dict[str, Any] = {}
@@ -291,7 +276,7 @@ class DeepSeekChat:
         specials = read_json(pretrained, "special_tokens_map.json", required=False)
         if processor.get("sft_format", "deepseek") != "deepseek" or processor.get("add_special_token", False):
             raise ValueError("processor_config.json: only sft_format 'deepseek' without add_special_token is supported")
-        tokenizer = Tokenizer.from_file(str(_fetch(pretrained, "tokenizer.json") or pretrained + "/tokenizer.json"))
+        tokenizer = Tokenizer.from_file(str(repo_file(pretrained, "tokenizer.json") or pretrained + "/tokenizer.json"))
         image_tag = processor.get("image_tag", "<image_placeholder>")
         if tokenizer.token_to_id(image_tag) is None:  # VLChatProcessor adds it as a special token when missing
             from tokenizers import AddedToken

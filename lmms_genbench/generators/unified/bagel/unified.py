@@ -12,20 +12,18 @@ published (:mod:`.checkpoint`); :meth:`BagelUnified.plan` names the model withou
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from PIL import Image
 
-from ....core.args import ArgumentError, as_choice, as_float, as_int, as_str
-from ....core.deps import require
+from ....core.args import ArgumentError, as_choice, as_str
 from ....core.failures import GeneratorConfigError
-from ....core.keys import generator_name
 from ...base import GenerationResult
-from ...common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ...common import check_image, describe_error
 from ...lazy import GeneratorPlan
-from ..base import DescribeResult, run_isolated
+from ..base import DescribeResult
+from ..common import UnifiedCommon, count, cut, number, plain_decoding
 
 __all__ = ["BagelUnified"]
 
@@ -34,7 +32,7 @@ RENORM_TYPES = ("global", "channel", "text_channel")
 MAX_IMAGE_SIZE = 64 * 16
 
 
-class BagelUnified:
+class BagelUnified(UnifiedCommon):
     """BAGEL checkpoints as the authors publish them (``ByteDance-Seed/BAGEL-7B-MoT``).
 
     Args:
@@ -65,6 +63,7 @@ class BagelUnified:
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
+    family = "bagel"
     #: the constructor's defaults (plan and from_parts start from them)
     _DEFAULTS: ClassVar[dict[str, Any]] = {
         "pretrained": None, "device": "cuda", "dtype": "auto", "batch_size": 1, "image_size": 1024,
@@ -91,14 +90,12 @@ class BagelUnified:
     @classmethod
     def plan(cls, **kwargs: Any) -> GeneratorPlan:
         """Name and batch size, every argument and the device checked, no weights loaded."""
-        probe = cls.__new__(cls)
         defaults = cls._DEFAULTS
         unknown = sorted(set(kwargs) - set(defaults))
         if unknown:
             raise ArgumentError(f"unified.{unknown[0]}: not an argument of unified=bagel (allowed: "
                                 f"{', '.join(defaults)})")
-        probe._check(**{**defaults, **kwargs})
-        return GeneratorPlan(probe.name, probe.batch_size)
+        return cls._planned(**{**defaults, **kwargs})
 
     @classmethod
     def from_parts(cls, network: Any, vae: Any, tokenizer: Any, label: str = "random", **kwargs: Any) -> BagelUnified:
@@ -117,32 +114,23 @@ class BagelUnified:
     def _check(self, pretrained, device, dtype, batch_size, image_size, num_timesteps, cfg_text_scale, cfg_img_scale,
                cfg_interval_start, cfg_interval_end, timestep_shift, cfg_renorm_min, cfg_renorm_type, max_new_tokens,
                temperature) -> None:
-        self.pretrained = as_str("pretrained", pretrained)
-        self.device = str(as_str("device", device))
-        dtype_choice = as_choice("dtype", dtype, DTYPES)
-        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
-        self.image_size = int(as_int("image_size", image_size, minimum=16))  # type: ignore[arg-type]
+        self.pretrained = str(as_str("pretrained", pretrained))
+        dtype_choice = self._check_runtime(device, dtype, batch_size)
+        self.image_size = count("image_size", image_size, minimum=16)
         if self.image_size % 16 or self.image_size > MAX_IMAGE_SIZE:
             raise ArgumentError(f"image_size: expected a multiple of 16 up to {MAX_IMAGE_SIZE} (BAGEL's latent grid is "
                                 f"at most 64 tokens of 16 px a side); got {image_size!r}")
-        self.num_timesteps = int(as_int("num_timesteps", num_timesteps, minimum=2))  # type: ignore[arg-type]
-        self.cfg_text_scale = float(as_float("cfg_text_scale", cfg_text_scale, minimum=0.0))  # type: ignore[arg-type]
-        self.cfg_img_scale = float(as_float("cfg_img_scale", cfg_img_scale, minimum=0.0))  # type: ignore[arg-type]
-        self.cfg_interval = (float(as_float("cfg_interval_start", cfg_interval_start, minimum=0.0)),  # type: ignore[arg-type]
-                             float(as_float("cfg_interval_end", cfg_interval_end, minimum=0.0)))  # type: ignore[arg-type]
-        self.timestep_shift = float(as_float("timestep_shift", timestep_shift, minimum=0.0))  # type: ignore[arg-type]
-        self.cfg_renorm_min = float(as_float("cfg_renorm_min", cfg_renorm_min, minimum=0.0))  # type: ignore[arg-type]
+        self.num_timesteps = count("num_timesteps", num_timesteps, minimum=2)
+        self.cfg_text_scale = number("cfg_text_scale", cfg_text_scale)
+        self.cfg_img_scale = number("cfg_img_scale", cfg_img_scale)
+        self.cfg_interval = (number("cfg_interval_start", cfg_interval_start), number("cfg_interval_end", cfg_interval_end))
+        self.timestep_shift = number("timestep_shift", timestep_shift)
+        self.cfg_renorm_min = number("cfg_renorm_min", cfg_renorm_min)
         self.cfg_renorm_type = as_choice("cfg_renorm_type", cfg_renorm_type, RENORM_TYPES)
-        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
-        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
-
-        torch = self._torch = require("torch", "the bagel unified model")
-        self._device = check_device(torch, self.device)
-        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
-        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
-        self.name = generator_name("bagel", label, {
-            "pretrained": self.pretrained, "dtype": self.dtype, "image_size": self.image_size,
-            "num_timesteps": self.num_timesteps, "cfg_text_scale": self.cfg_text_scale,
+        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
+        self.temperature = number("temperature", temperature)
+        self._settle(dtype_choice, {
+            "image_size": self.image_size, "num_timesteps": self.num_timesteps, "cfg_text_scale": self.cfg_text_scale,
             "cfg_img_scale": self.cfg_img_scale, "cfg_interval": list(self.cfg_interval),
             "timestep_shift": self.timestep_shift, "cfg_renorm_min": self.cfg_renorm_min,
             "cfg_renorm_type": self.cfg_renorm_type, "max_new_tokens": self.max_new_tokens,
@@ -158,27 +146,16 @@ class BagelUnified:
         self.flow = FlowSettings(self.cfg_text_scale, self.cfg_img_scale, self.cfg_interval, self.timestep_shift,
                                  self.num_timesteps, self.cfg_renorm_min, self.cfg_renorm_type)
 
-    def __repr__(self) -> str:
-        return f"BagelUnified(name={self.name!r}, device={self.device!r})"
-
     # -- describing ------------------------------------------------------------
 
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image: the authors' ``[image, prompt]`` understanding call."""
-        gen_kwargs = gen_kwargs or {}
-        max_length = int(as_int("gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", self.max_new_tokens),
-                                minimum=1))  # type: ignore[arg-type]
-        temperature = float(as_float("gen_kwargs temperature", gen_kwargs.get("temperature", self.temperature),
-                                     minimum=0.0))  # type: ignore[arg-type]
-        sample = bool(gen_kwargs.get("do_sample", temperature > 0)) and temperature > 0
-        until = gen_kwargs.get("until") or []
-        until = [until] if isinstance(until, str) else [str(u) for u in until]
+        max_length, temperature, until = plain_decoding(gen_kwargs or {}, self.temperature, self.max_new_tokens)
 
         def call(chunk: list[Image.Image]) -> list[str]:
-            return [_cut(self.describe_one(image, prompt, max_length, temperature if sample else 0.0), until)
-                    for image in chunk]
+            return [cut(self.describe_one(image, prompt, max_length, temperature), until) for image in chunk]
 
-        return run_isolated(call, list(images), self.batch_size, "bagel describe", self._free_memory)
+        return self._isolated(call, images, "describe")
 
     def describe_one(self, image: Image.Image, prompt: str, max_length: int, temperature: float = 0.0,
                      on_logits: Any = None) -> str:
@@ -203,14 +180,10 @@ class BagelUnified:
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
         """One image (or failure) per prompt; each depends on its own prompt and seed only."""
-        prompts, seeds = list(prompts), [int(s) for s in seeds]
-        if len(prompts) != len(seeds):
-            raise ValueError(f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds")
-
         def call(chunk: list[tuple[str, int]]) -> list[GenerationResult]:
             return [check_image(self.draw_one(p, s, self.image_size, self.image_size)[1], False) for p, s in chunk]
 
-        return run_isolated(call, list(zip(prompts, seeds)), self.batch_size, "bagel generate", self._free_memory)
+        return self._isolated(call, self._seeded(prompts, seeds), "generate")
 
     def draw_one(self, prompt: str, seed: int, height: int, width: int, flow: Any = None) -> tuple[Any, Image.Image]:
         """The latent tokens and the image of the authors' text-to-image call at ``seed``."""
@@ -230,15 +203,3 @@ class BagelUnified:
         # the inferencer's conversion: [-1, 1] to [0, 255], truncated to uint8
         array = ((pixels.float() * 0.5 + 0.5).clamp(0, 1)[0].permute(1, 2, 0) * 255).to(torch.uint8).cpu().numpy()
         return tokens, Image.fromarray(array)
-
-    def _free_memory(self) -> None:
-        if self._torch.cuda.is_available():
-            self._torch.cuda.empty_cache()
-
-
-def _cut(text: str, until: list[str]) -> str:
-    """``text`` up to the first stop string."""
-    for stop in until:
-        if stop and stop in text:
-            text = text.split(stop, 1)[0]
-    return text.strip()

@@ -22,6 +22,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..common import repo_file
+
 #: the authors' weights' file variant (inference.py loads the decoder with ``variant="bf16"``)
 DECODER_VARIANT = "bf16"
 DECODER = "diffusion-decoder"
@@ -145,23 +147,10 @@ def chat_template(processor: str) -> str:
     for name, read in (("chat_template.jinja", lambda text: text),
                        ("chat_template.json", lambda text: json.loads(text)["chat_template"]),
                        ("tokenizer_config.json", lambda text: json.loads(text)["chat_template"])):
-        path = _file(processor, name)
+        path = repo_file(processor, name)
         if path is not None:
             try:
                 return read(path.read_text(encoding="utf-8"))
             except (KeyError, ValueError):
                 continue
     raise FileNotFoundError(f"{processor!r} has no chat template (chat_template.jinja or .json, tokenizer_config.json)")
-
-
-def _file(repo: str, name: str) -> Path | None:
-    if os.path.isdir(repo):
-        path = Path(repo) / name
-        return path if path.is_file() else None
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
-
-    try:
-        return Path(hf_hub_download(repo, name))
-    except EntryNotFoundError:
-        return None

@@ -15,20 +15,19 @@ pixels at 1024 px. Defaults and their sources are listed in :class:`Blip3oUnifie
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from PIL import Image
 
-from ....core.args import ArgumentError, as_choice, as_float, as_int, as_str
+from ....core.args import ArgumentError, as_str
 from ....core.deps import require
 from ....core.failures import GeneratorConfigError
-from ....core.keys import generator_name
 from ...base import GenerationResult
-from ...common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ...common import check_image, describe_error
 from ...lazy import GeneratorPlan
-from ..base import DescribeResult, run_isolated
+from ..base import DescribeResult
+from ..common import UnifiedCommon, count, cut, hf_decoding, number
 
 #: the authors' text-to-image instruction (inference.py, gradio/app.py, eval/geneval/generate.py)
 DRAW_INSTRUCTION = "Please generate image based on the following caption: {}"
@@ -42,7 +41,7 @@ NEGATIVE_PROMPT = " "
 QWEN_FACTOR, QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 28, 4 * 28 * 28, 16384 * 28 * 28
 
 
-class Blip3oUnified:
+class Blip3oUnified(UnifiedCommon):
     """BLIP3-o checkpoints in the authors' layout (``BLIP3o/BLIP3o-Model-4B``, ``-8B``).
 
     Args:
@@ -72,6 +71,7 @@ class Blip3oUnified:
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
+    family = "blip3o"
 
     def __init__(self, pretrained: str = "BLIP3o/BLIP3o-Model-4B", processor: str = "Qwen/Qwen2.5-VL-7B-Instruct",
                  device: str = "cuda", dtype: str = "auto", batch_size: int = 1, dit_steps: int = 30,
@@ -123,49 +123,33 @@ class Blip3oUnified:
              dit_guidance: float = 3.0, decoder_steps: int = 50, decoder_guidance: float = 3.0,
              image_size: int = 1024, temperature: float = 0.0, max_new_tokens: int = 1024) -> GeneratorPlan:
         """Name and batch size, every argument and the device checked, no weights loaded."""
-        probe = cls.__new__(cls)
-        probe._check(pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
-                     decoder_guidance, image_size, temperature, max_new_tokens)
-        return GeneratorPlan(probe.name, probe.batch_size)
+        return cls._planned(pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
+                            decoder_guidance, image_size, temperature, max_new_tokens)
 
     def _check(self, pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
                decoder_guidance, image_size, temperature, max_new_tokens) -> None:
-        self.pretrained = as_str("pretrained", pretrained)
-        self.processor_id = as_str("processor", processor)
-        self.device = str(as_str("device", device))
-        dtype_choice = as_choice("dtype", dtype, DTYPES)
-        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
-        self.dit_steps = int(as_int("dit_steps", dit_steps, minimum=1))  # type: ignore[arg-type]
-        self.dit_guidance = float(as_float("dit_guidance", dit_guidance, minimum=0.0))  # type: ignore[arg-type]
-        self.decoder_steps = int(as_int("decoder_steps", decoder_steps, minimum=1))  # type: ignore[arg-type]
-        self.decoder_guidance = float(as_float("decoder_guidance", decoder_guidance, minimum=0.0))  # type: ignore[arg-type]
-        self.image_size = int(as_int("image_size", image_size, minimum=8))  # type: ignore[arg-type]
+        self.pretrained = str(as_str("pretrained", pretrained))
+        self.processor_id = str(as_str("processor", processor))
+        dtype_choice = self._check_runtime(device, dtype, batch_size)
+        self.dit_steps = count("dit_steps", dit_steps)
+        self.dit_guidance = number("dit_guidance", dit_guidance)
+        self.decoder_steps = count("decoder_steps", decoder_steps)
+        self.decoder_guidance = number("decoder_guidance", decoder_guidance)
+        self.image_size = count("image_size", image_size, minimum=8)
         if self.image_size % 8:
             raise ArgumentError(f"image_size: expected a multiple of 8 (the decoder's latent grid); got {self.image_size}")
-        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
-        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
-        torch = self._torch = require("torch", "the blip3o unified model")
-        self._device = check_device(torch, self.device)
-        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
-        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
-        self.name = generator_name("blip3o", label, {
-            "pretrained": self.pretrained, "processor": self.processor_id, "dtype": self.dtype,
-            "dit_steps": self.dit_steps, "dit_guidance": self.dit_guidance, "decoder_steps": self.decoder_steps,
-            "decoder_guidance": self.decoder_guidance, "image_size": self.image_size,
-            "temperature": self.temperature, "max_new_tokens": self.max_new_tokens})
-
-    def __repr__(self) -> str:
-        return f"Blip3oUnified(name={self.name!r}, device={self.device!r})"
+        self.temperature = number("temperature", temperature)
+        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
+        self._settle(dtype_choice, {
+            "processor": self.processor_id, "dit_steps": self.dit_steps, "dit_guidance": self.dit_guidance,
+            "decoder_steps": self.decoder_steps, "decoder_guidance": self.decoder_guidance,
+            "image_size": self.image_size, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens})
 
     # -- describing ------------------------------------------------------------
 
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image, with the task's decoding settings."""
-        from ..janus import JanusUnified
-        from ..janus import _cut as cut
-
-        # the task's decoding settings, read as the Janus model reads them (same attributes)
-        settings, until = JanusUnified._decoding(self, gen_kwargs or {})  # type: ignore[arg-type]
+        settings, until = hf_decoding(gen_kwargs or {}, self.temperature, self.max_new_tokens)
         messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
         text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
@@ -179,17 +163,14 @@ class Blip3oUnified:
             new = out[:, inputs["input_ids"].shape[1]:]
             return [cut(t, until) for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
 
-        return run_isolated(call, list(images), self.batch_size, "blip3o describe", self._free_memory)
+        return self._isolated(call, images, "describe")
 
     # -- drawing ---------------------------------------------------------------
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
         """One image (or failure) per prompt; each depends on its own prompt and seed only."""
-        prompts, seeds = list(prompts), [int(s) for s in seeds]
-        if len(prompts) != len(seeds):
-            raise ValueError(f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds")
-        return run_isolated(lambda chunk: [self._draw(p, s) for p, s in chunk], list(zip(prompts, seeds)),
-                            self.batch_size, "blip3o generate", self._free_memory)
+        return self._isolated(lambda chunk: [self._draw(p, s) for p, s in chunk], self._seeded(prompts, seeds),
+                              "generate")
 
     def features(self, text: str, generator) -> Any:
         """CLIP features ``(1, 64, channels)`` for one already-templated text (generate_image)."""
@@ -235,10 +216,6 @@ class Blip3oUnified:
             cond_noise, null_noise = noise.chunk(2)
             latents = scheduler.step(null_noise + self.decoder_guidance * (cond_noise - null_noise), t, latents).prev_sample
         return latents
-
-    def _free_memory(self) -> None:
-        if self._torch.cuda.is_available():
-            self._torch.cuda.empty_cache()
 
 
 def qwen_resize(image: Image.Image) -> Image.Image:

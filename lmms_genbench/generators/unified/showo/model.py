@@ -18,26 +18,25 @@ decoded greedily (inference_mmu.py samples with top_k=1). Drawing is its MaskGIT
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from PIL import Image
 
-from ....core.args import as_choice, as_float, as_int, as_str
+from ....core.args import as_str
 from ....core.deps import MissingDependencyError, require
 from ....core.failures import GeneratorConfigError
-from ....core.keys import generator_name
 from ...base import GenerationResult
-from ...common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ...common import check_image, describe_error
 from ...lazy import GeneratorPlan
-from ..base import DescribeResult, run_isolated
+from ..base import DescribeResult
+from ..common import UnifiedCommon, count, cut, number, plain_decoding
 
 #: configs/showo_demo_512x512.yaml: model.showo.pretrained_model_path, vq_model_name, llm_model_path
 PRETRAINED, VQ_MODEL, TOKENIZER = "showlab/show-o-512x512", "showlab/magvitv2", "microsoft/phi-1_5"
 
 
-class ShowoUnified:
+class ShowoUnified(UnifiedCommon):
     """Show-o from its published checkpoints (see the module docstring for the command).
 
     Args:
@@ -67,6 +66,7 @@ class ShowoUnified:
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
+    family = "showo"
 
     def __init__(
         self,
@@ -103,10 +103,8 @@ class ShowoUnified:
              generation_timesteps: int = 50, image_temperature: float = 1.0, temperature: float = 0.0,
              max_new_tokens: int = 100) -> GeneratorPlan:
         """Name and batch size, every argument and the device checked, no weights loaded."""
-        probe = cls.__new__(cls)
-        probe._check(pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
-                     generation_timesteps, image_temperature, temperature, max_new_tokens)
-        return GeneratorPlan(probe.name, probe.batch_size)
+        return cls._planned(pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
+                            generation_timesteps, image_temperature, temperature, max_new_tokens)
 
     @classmethod
     def weights(cls, pretrained: str = PRETRAINED, vq_model: str = VQ_MODEL, tokenizer: str = TOKENIZER,
@@ -122,28 +120,17 @@ class ShowoUnified:
         self.pretrained = str(as_str("pretrained", pretrained))
         self.vq_model = str(as_str("vq_model", vq_model))
         self.tokenizer_id = str(as_str("tokenizer", tokenizer))
-        self.device = str(as_str("device", device))
-        dtype_choice = as_choice("dtype", dtype, DTYPES)
-        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
-        self.guidance_scale = float(as_float("guidance_scale", guidance_scale, minimum=0.0))  # type: ignore[arg-type]
-        self.steps = int(as_int("generation_timesteps", generation_timesteps, minimum=1))  # type: ignore[arg-type]
-        self.image_temperature = float(as_float("image_temperature", image_temperature, minimum=0.0))  # type: ignore[arg-type]
-        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
-        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
-        torch = self._torch = require("torch", "the showo unified model")
-        self._device = check_device(torch, self.device)
-        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
-        label = (os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained)
-                 else self.pretrained)
-        self.name = generator_name("showo", label, {
-            "pretrained": self.pretrained, "vq_model": self.vq_model, "tokenizer": self.tokenizer_id,
-            "dtype": self.dtype, "guidance_scale": self.guidance_scale, "generation_timesteps": self.steps,
-            "image_temperature": self.image_temperature, "temperature": self.temperature,
-            "max_new_tokens": self.max_new_tokens,
+        dtype_choice = self._check_runtime(device, dtype, batch_size)
+        self.guidance_scale = number("guidance_scale", guidance_scale)
+        self.steps = count("generation_timesteps", generation_timesteps)
+        self.image_temperature = number("image_temperature", image_temperature)
+        self.temperature = number("temperature", temperature)
+        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
+        self._settle(dtype_choice, {
+            "vq_model": self.vq_model, "tokenizer": self.tokenizer_id, "guidance_scale": self.guidance_scale,
+            "generation_timesteps": self.steps, "image_temperature": self.image_temperature,
+            "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
         })
-
-    def __repr__(self) -> str:
-        return f"ShowoUnified(name={self.name!r}, device={self.device!r})"
 
     # -- loading ---------------------------------------------------------------
 
@@ -174,7 +161,7 @@ class ShowoUnified:
 
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image, with the task's decoding settings."""
-        max_new, temperature, until = self._decoding(gen_kwargs or {})
+        max_new, temperature, until = plain_decoding(gen_kwargs or {}, self.temperature, self.max_new_tokens)
         torch = self._torch
         from .loading import image_tensor
         from .omni import mmu_mask
@@ -186,9 +173,9 @@ class ShowoUnified:
                 # one question for all: every row has the same layout, so no padding is needed
                 ids = torch.tensor([self.vocab.mmu_row(c, prompt) for c in codes], device=self._device)
                 new = self.continue_text(ids, mmu_mask(ids, self.vocab, self._dtype), max_new, temperature)
-            return [_cut(self.decode_text(n), until) for n in new]
+            return [cut(self.decode_text(n), until) for n in new]
 
-        return run_isolated(call, list(images), self.batch_size, "showo describe", self._free_memory)
+        return self._isolated(call, images, "describe")
 
     def continue_text(self, ids, mask, max_new_tokens: int, temperature: float = 0.0) -> list[list[int]]:
         """The tokens after each row of ``ids`` up to and with the end-of-text token (the
@@ -220,22 +207,11 @@ class ShowoUnified:
         known = [t for t in tokens if t < len(self.vocab.tokenizer)]
         return self.vocab.tokenizer.decode(known, skip_special_tokens=True)
 
-    def _decoding(self, gen_kwargs: dict[str, Any]) -> tuple[int, float, list[str]]:
-        max_new = as_int("gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", self.max_new_tokens), minimum=1)
-        temperature = as_float("gen_kwargs temperature", gen_kwargs.get("temperature", self.temperature), minimum=0.0)
-        if not gen_kwargs.get("do_sample", True):
-            temperature = 0.0
-        until = gen_kwargs.get("until") or []
-        return int(max_new), float(temperature), [until] if isinstance(until, str) else [str(u) for u in until]  # type: ignore[arg-type]
-
     # -- drawing ---------------------------------------------------------------
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
         """One image (or failure) per prompt; each depends on its own prompt and seed only."""
-        prompts, seeds = list(prompts), [int(s) for s in seeds]
-        if len(prompts) != len(seeds):
-            raise ValueError(f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds")
-        return run_isolated(self._draw, list(zip(prompts, seeds)), self.batch_size, "showo generate", self._free_memory)
+        return self._isolated(self._draw, self._seeded(prompts, seeds), "generate")
 
     def draw_codes(self, prompts: Sequence[str], seeds: Sequence[int]):
         """(B, num_codes) image codes, one row per prompt and seed."""
@@ -276,14 +252,3 @@ class ShowoUnified:
         torch = self._torch
         arrays = (torch.clamp((pixels.float() + 1.0) / 2.0, 0.0, 1.0) * 255.0).permute(0, 2, 3, 1).cpu().numpy()
         return [Image.fromarray(a.astype("uint8")) for a in arrays]
-
-    def _free_memory(self) -> None:
-        if self._torch.cuda.is_available():
-            self._torch.cuda.empty_cache()
-
-
-def _cut(text: str, until: list[str]) -> str:
-    for stop in until:
-        if stop and stop in text:
-            text = text.split(stop, 1)[0]
-    return text.strip()

@@ -15,23 +15,22 @@ are imported when the model is built; :meth:`VilaUUnified.plan` names it without
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from PIL import Image
 
-from ....core.args import ArgumentError, as_choice, as_float, as_int, as_str
+from ....core.args import ArgumentError, as_str
 from ....core.deps import require
 from ....core.failures import GeneratorConfigError
-from ....core.keys import generator_name
 from ...base import GenerationResult
-from ...common import DTYPES, check_device, check_image, describe_error, resolve_dtype
+from ...common import check_image, describe_error
 from ...lazy import GeneratorPlan
-from ..base import DescribeResult, run_isolated
+from ..base import DescribeResult
+from ..common import UnifiedCommon, count, cut, hf_decoding, number
 
 
-class VilaUUnified:
+class VilaUUnified(UnifiedCommon):
     """VILA-U checkpoints in the authors' layout (``config.json``, ``llm/``, ``vision_tower/``,
     ``mm_projector/``), from a hub id or a local folder.
 
@@ -59,6 +58,7 @@ class VilaUUnified:
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
+    family = "vila_u"
 
     def __init__(self, pretrained: str = "mit-han-lab/vila-u-7b-256", device: str = "cuda", dtype: str = "auto",
                  batch_size: int = 4, guidance_scale: float = 3.0, image_temperature: float = 1.0,
@@ -111,38 +111,25 @@ class VilaUUnified:
              image_top_k: int = 900, image_top_p: float = 0.96, temperature: float = 0.9, top_p: float = 0.6,
              max_new_tokens: int = 512) -> GeneratorPlan:
         """Name and batch size, every argument and the device checked, no weights loaded."""
-        probe = cls.__new__(cls)
-        probe._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
-                     image_top_p, temperature, top_p, max_new_tokens)
-        return GeneratorPlan(probe.name, probe.batch_size)
+        return cls._planned(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
+                            image_top_p, temperature, top_p, max_new_tokens)
 
     def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
                image_top_p, temperature, top_p, max_new_tokens) -> None:
-        self.pretrained = as_str("pretrained", pretrained)
-        self.device = str(as_str("device", device))
-        dtype_choice = as_choice("dtype", dtype, DTYPES)
-        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
-        self.guidance_scale = float(as_float("guidance_scale", guidance_scale, minimum=0.0))  # type: ignore[arg-type]
-        self.image_temperature = float(as_float("image_temperature", image_temperature, minimum=0.0))  # type: ignore[arg-type]
-        self.image_top_k = int(as_int("image_top_k", image_top_k, minimum=1))  # type: ignore[arg-type]
+        self.pretrained = str(as_str("pretrained", pretrained))
+        dtype_choice = self._check_runtime(device, dtype, batch_size)
+        self.guidance_scale = number("guidance_scale", guidance_scale)
+        self.image_temperature = number("image_temperature", image_temperature)
+        self.image_top_k = count("image_top_k", image_top_k)
         self.image_top_p = _fraction("image_top_p", image_top_p)
-        self.temperature = float(as_float("temperature", temperature, minimum=0.0))  # type: ignore[arg-type]
+        self.temperature = number("temperature", temperature)
         self.top_p = _fraction("top_p", top_p)
-        self.max_new_tokens = int(as_int("max_new_tokens", max_new_tokens, minimum=1))  # type: ignore[arg-type]
-
-        torch = self._torch = require("torch", "the vila_u unified model")
-        self._device = check_device(torch, self.device)
-        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
-        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
-        self.name = generator_name("vila_u", label, {
-            "pretrained": self.pretrained, "dtype": self.dtype, "guidance_scale": self.guidance_scale,
-            "image_temperature": self.image_temperature, "image_top_k": self.image_top_k,
-            "image_top_p": self.image_top_p, "temperature": self.temperature, "top_p": self.top_p,
-            "max_new_tokens": self.max_new_tokens,
+        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
+        self._settle(dtype_choice, {
+            "guidance_scale": self.guidance_scale, "image_temperature": self.image_temperature,
+            "image_top_k": self.image_top_k, "image_top_p": self.image_top_p, "temperature": self.temperature,
+            "top_p": self.top_p, "max_new_tokens": self.max_new_tokens,
         })
-
-    def __repr__(self) -> str:
-        return f"VilaUUnified(name={self.name!r}, device={self.device!r})"
 
     # -- understanding ---------------------------------------------------------
 
@@ -178,39 +165,23 @@ class VilaUUnified:
                 mask = self._torch.ones(embeds.shape[:2], dtype=self._torch.long, device=self._device)
                 out = self.llm.generate(inputs_embeds=embeds, attention_mask=mask, eos_token_id=self.eos_ids,
                                         pad_token_id=self.pad_id, **settings)
-            return [_cut(self.tokenizer.decode(row.tolist()).strip(), until) for row in out]
+            return [cut(self.tokenizer.decode(row.tolist()).strip(), until) for row in out]
 
-        return run_isolated(call, list(images), self.batch_size, "vila_u describe", self._free_memory)
+        return self._isolated(call, images, "describe")
 
     def _decoding(self, gen_kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """The task's ``generation_kwargs`` as ``generate`` arguments, plus its stop strings."""
-        temperature = as_float("gen_kwargs temperature", gen_kwargs.get("temperature", self.temperature), minimum=0.0)
-        settings: dict[str, Any] = {
-            "max_new_tokens": as_int("gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", self.max_new_tokens),
-                                     minimum=1),
-            # as lmms-eval's models: temperature 0 means greedy whatever do_sample says
-            "do_sample": bool(gen_kwargs.get("do_sample", True)) and bool(temperature),
-            "num_beams": as_int("gen_kwargs num_beams", gen_kwargs.get("num_beams", 1), minimum=1),
-        }
-        if settings["do_sample"]:
-            settings["temperature"] = temperature
-            top_p = gen_kwargs.get("top_p")
-            settings["top_p"] = as_float("gen_kwargs top_p", self.top_p if top_p is None else top_p, minimum=0.0)
-        else:  # the checkpoint's generation_config.json samples; greedy must say so
+        """The task's ``generation_kwargs`` as ``generate`` arguments (top_p the model's where the
+        task sets none), plus its stop strings."""
+        settings, until = hf_decoding(gen_kwargs, self.temperature, self.max_new_tokens, self.top_p)
+        if not settings["do_sample"]:  # the checkpoint's generation_config.json samples; greedy must say so
             settings.update(temperature=None, top_p=None, top_k=None)
-        until = gen_kwargs.get("until") or []
-        return settings, [until] if isinstance(until, str) else [str(u) for u in until]
+        return settings, until
 
     # -- generation --------------------------------------------------------------
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
         """One image (or failure) per prompt; each depends on its own prompt and seed only."""
-        prompts, seeds = list(prompts), [int(s) for s in seeds]
-        if len(prompts) != len(seeds):
-            raise ValueError(
-                f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds")
-        return run_isolated(self._draw, list(zip(prompts, seeds)), self.batch_size, "vila_u generate",
-                            self._free_memory)
+        return self._isolated(self._draw, self._seeded(prompts, seeds), "generate")
 
     def _draw(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
         torch = self._torch
@@ -232,22 +203,10 @@ class VilaUUnified:
         latent = latent.reshape(codes.shape[0], self.grid, self.grid, -1)
         return self.tower.decode(latent).float().add(1).mul(127.5).clamp(0, 255)
 
-    def _free_memory(self) -> None:
-        if self._torch.cuda.is_available():
-            self._torch.cuda.empty_cache()
-
 
 def _fraction(name: str, value: Any) -> float:
     """A probability mass in (0, 1]."""
-    number = float(as_float(name, value, minimum=0.0))  # type: ignore[arg-type]
-    if not 0 < number <= 1:
+    fraction = number(name, value)
+    if not 0 < fraction <= 1:
         raise ArgumentError(f"{name}: expected a number in (0, 1]; got {value!r}")
-    return number
-
-
-def _cut(text: str, until: list[str]) -> str:
-    """``text`` up to the first stop string."""
-    for stop in until:
-        if stop and stop in text:
-            text = text.split(stop, 1)[0]
-    return text.strip()
+    return fraction

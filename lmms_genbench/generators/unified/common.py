@@ -1,0 +1,148 @@
+"""What the unified models share: argument checks, naming, decoding settings, seeds, memory.
+
+Each model (:mod:`.janus`, :mod:`.showo`, :mod:`.vila_u`, :mod:`.blip3o`, :mod:`.bagel`) keeps
+its own arguments, defaults and messages; the steps they all take the same way live here once,
+so a fix to one (a stop string, a seed check) reaches every model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...core.args import as_choice, as_float, as_int, as_str
+from ...core.deps import require
+from ...core.keys import generator_name
+from ..common import DTYPES, check_device, resolve_dtype
+from ..lazy import GeneratorPlan
+from .base import run_isolated
+
+__all__ = ["UnifiedCommon", "count", "cut", "hf_decoding", "number", "plain_decoding", "repo_file", "stop_strings"]
+
+
+def number(arg: str, value: Any, minimum: float = 0.0) -> float:
+    """``value`` as a float of at least ``minimum`` (the message names ``arg``)."""
+    return float(as_float(arg, value, minimum=minimum))  # type: ignore[arg-type]
+
+
+def count(arg: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int of at least ``minimum`` (the message names ``arg``)."""
+    return int(as_int(arg, value, minimum=minimum))  # type: ignore[arg-type]
+
+
+class UnifiedCommon:
+    """The members every unified model has in the same form; ``family`` names the model type
+    (``unified=<family>``): it starts the artifact name and the messages."""
+
+    family: ClassVar[str]
+    name: str
+    pretrained: str
+    batch_size: int
+
+    @classmethod
+    def _planned(cls, *args: Any, **kwargs: Any) -> GeneratorPlan:
+        """The plan of a probe whose ``_check(*args, **kwargs)`` ran: no weights loaded."""
+        probe = cls.__new__(cls)
+        probe._check(*args, **kwargs)  # type: ignore[attr-defined]
+        return GeneratorPlan(probe.name, probe.batch_size)
+
+    def _check_runtime(self, device: Any, dtype: Any, batch_size: Any) -> str:
+        """``device`` and ``batch_size`` checked and set; the dtype choice returned (resolved by :meth:`_settle`)."""
+        self.device = str(as_str("device", device))
+        dtype_choice = str(as_choice("dtype", dtype, DTYPES))
+        self.batch_size = count("batch_size", batch_size)
+        return dtype_choice
+
+    def _settle(self, dtype_choice: str, settings: dict[str, Any]) -> None:
+        """torch imported, the device checked, the dtype resolved and the name built from
+        ``pretrained``, ``dtype`` and ``settings`` (every other setting that changes an output)."""
+        torch = self._torch = require("torch", f"the {self.family} unified model")
+        self._device = check_device(torch, self.device)
+        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
+        # a local folder reads best by its own name; the hash still holds the full path
+        label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
+        self.name = generator_name(self.family, label, {"pretrained": self.pretrained, "dtype": self.dtype, **settings})
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, device={self.device!r})"
+
+    def _isolated(self, call: Callable[[list[Any]], list[Any]], items: Sequence[Any], what: str) -> list[Any]:
+        """:func:`.base.run_isolated` in chunks of ``batch_size``, memory freed after a failed chunk."""
+        return run_isolated(call, list(items), self.batch_size, f"{self.family} {what}", self._free_memory)
+
+    def _seeded(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[tuple[str, int]]:
+        """``(prompt, seed)`` pairs; a count mismatch is the caller's bug, so it raises."""
+        prompts, seeds = list(prompts), [int(s) for s in seeds]
+        if len(prompts) != len(seeds):
+            raise ValueError(f"generate: expected one seed per prompt; got {len(prompts)} prompts and {len(seeds)} seeds")
+        return list(zip(prompts, seeds))
+
+    def _free_memory(self) -> None:
+        # after an out-of-memory batch the cached blocks would fail the retries too
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
+
+
+def stop_strings(gen_kwargs: dict[str, Any]) -> list[str]:
+    """The task's ``until`` as a list of strings."""
+    until = gen_kwargs.get("until") or []
+    return [until] if isinstance(until, str) else [str(u) for u in until]
+
+
+def cut(text: str, until: list[str]) -> str:
+    """``text`` up to the first stop string, stripped."""
+    for stop in until:
+        if stop and stop in text:
+            text = text.split(stop, 1)[0]
+    return text.strip()
+
+
+def hf_decoding(gen_kwargs: dict[str, Any], temperature: float, max_new_tokens: int,
+                top_p: float | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The task's ``generation_kwargs`` as transformers ``generate`` arguments, plus its stop strings.
+
+    ``temperature``, ``max_new_tokens`` and ``top_p`` are the model's own where the task sets none
+    (no ``top_p``: none is passed unless the task gives one).
+    """
+    temperature = as_float("gen_kwargs temperature", gen_kwargs.get("temperature", temperature), minimum=0.0)
+    settings: dict[str, Any] = {
+        "max_new_tokens": as_int("gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", max_new_tokens),
+                                 minimum=1),
+        # as lmms-eval's models: temperature 0 means greedy whatever do_sample says
+        "do_sample": bool(gen_kwargs.get("do_sample", True)) and bool(temperature),
+        "num_beams": as_int("gen_kwargs num_beams", gen_kwargs.get("num_beams", 1), minimum=1),
+    }
+    if settings["do_sample"]:
+        settings["temperature"] = temperature
+        chosen = gen_kwargs.get("top_p")
+        chosen = top_p if chosen is None else chosen
+        if chosen is not None:
+            settings["top_p"] = as_float("gen_kwargs top_p", chosen, minimum=0.0)
+    return settings, stop_strings(gen_kwargs)
+
+
+def plain_decoding(gen_kwargs: dict[str, Any], temperature: float, max_new_tokens: int) -> tuple[int, float, list[str]]:
+    """``(max_new_tokens, temperature, stop strings)`` for a model's own decoding loop: the task's
+    where it sets them, else the model's; ``do_sample`` false means temperature 0 (greedy)."""
+    max_new = count("gen_kwargs max_new_tokens", gen_kwargs.get("max_new_tokens", max_new_tokens))
+    temperature = number("gen_kwargs temperature", gen_kwargs.get("temperature", temperature))
+    if not gen_kwargs.get("do_sample", True):
+        temperature = 0.0
+    return max_new, temperature, stop_strings(gen_kwargs)
+
+
+def repo_file(repo: str, filename: str) -> Path | None:
+    """``filename`` of a local folder or a Hub repository (through the HF_ENDPOINT the Hub client
+    reads), or None where it has no such file."""
+    if os.path.isdir(repo):
+        path = Path(repo) / filename
+        return path if path.is_file() else None
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        return Path(hf_hub_download(repo, filename))
+    except EntryNotFoundError:
+        return None
