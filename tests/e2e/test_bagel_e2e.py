@@ -8,35 +8,20 @@ authors' code in tests/unit/generators/test_bagel_parity.py. What a CPU run adds
 ``unified.image_size`` and few ``unified.num_timesteps``.
 """
 
-import subprocess
-
 import pytest
 
-from tests.support.lmms_eval_runs import BIN, nonblank_lines, offline_env, results_file, run
-
-MAPPINGS = ("text->text", "text->image", "image->image", "image->text")
+from tests.support.lmms_eval_runs import nonblank_lines
+from tests.support.unified_runs import check_unified, run_unified, served
 
 
 def test_the_unified_bagel_command_on_a_cpu(local_hub, tmp_path):
-    from tests.support.localhub.repos import add_models
-
-    add_models(local_hub, ids=["ByteDance-Seed/BAGEL-7B-MoT"])
-    first = len(local_hub.requests)
     args = ("unified=bagel,unified.pretrained=ByteDance-Seed/BAGEL-7B-MoT,unified.device=cpu,unified.dtype=float32,"
-            "unified.image_size=32,unified.num_timesteps=3,artifacts=./artifacts")
-    cmd = [str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", args, "--tasks", "sdp_nocaps", "--limit", "3",
-           "--output_path", "./logs"]
-    proc = run(cmd, tmp_path, timeout=1500, **local_hub.env(hf_home=tmp_path / "hf"))
-    log = (tmp_path / "lmms_eval.log").read_text()
-    assert proc.returncode == 0, log[-3000:]
-    fetched = {path.rsplit("/", 1)[-1] for _, path, status in local_hub.requests[first:]
-               if path.startswith("/ByteDance-Seed/BAGEL-7B-MoT/resolve/") and status in (200, 302)}
+            "unified.image_size=32,unified.num_timesteps=3")
+    # 3 docs scored, all four mappings a cosine: run_unified's checks
+    _, requests = run_unified(local_hub, tmp_path, args, ["ByteDance-Seed/BAGEL-7B-MoT"])
+    fetched = {path.rsplit("/", 1)[-1]
+               for path in served(requests, "/ByteDance-Seed/BAGEL-7B-MoT/resolve/", statuses=(200, 302))}
     assert {"ema.safetensors", "ae.safetensors", "llm_config.json", "vit_config.json"} <= fetched, fetched
-    _, results = results_file(tmp_path / "logs")
-    got = results["results"]["sdp_nocaps"]
-    assert (got["n_scored,none"], got["n_failed,none"]) == (3, 0), got
-    for mapping in MAPPINGS:
-        assert -1.0 <= got[f"mcd_{mapping},none"] <= 1.0, got
 
 
 @pytest.mark.parametrize("repo, ok", [("ByteDance-Seed/BAGEL-7B-MoT", True), ("deepseek-community/Janus-Pro-7B", False)],
@@ -47,11 +32,8 @@ def test_check_knows_the_files_a_bagel_id_needs(local_hub, tmp_path, repo, ok):
     from tests.support.localhub.repos import add_models
 
     add_models(local_hub, ids=[repo])
-    env = {**offline_env(tmp_path), **local_hub.env(hf_home=tmp_path / "hf")}
     args = f"unified=bagel,unified.pretrained={repo},unified.device=cpu,artifacts={tmp_path / 'art'}"
-    proc = subprocess.run([str(BIN / "lmms-genbench"), "check", "--model", "cycle", "--model_args", args,
-                           "--tasks", "sdp_nocaps", "--limit", "3", "--output_path", str(tmp_path / "logs")],
-                          check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = check_unified(local_hub, tmp_path, args)
     last = nonblank_lines(proc.stderr)[-1]
     if ok:
         assert proc.returncode == 0, proc.stderr[-3000:]

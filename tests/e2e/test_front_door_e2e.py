@@ -99,19 +99,12 @@ def test_the_running_guides_command_on_a_cpu(local_hub, tmp_path):
 
 
 def test_the_unified_janus_command_on_a_cpu(local_hub, tmp_path):
-    """docs/models.md's unified command (deepseek-community/Janus-Pro-7B) on the CPU, sdp_nocaps."""
-    from tests.support.localhub.repos import add_models
+    """docs/models.md's unified command (deepseek-community/Janus-Pro-7B) on the CPU, sdp_nocaps
+    (both directions of one pair: 2 docs scored, all four mappings a cosine)."""
+    from tests.support.unified_runs import run_unified
 
-    add_models(local_hub, ids=["deepseek-community/Janus-Pro-7B"])
     args = "unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cpu,unified.dtype=float32"
-    cmd = [str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", args + ",artifacts=./artifacts",
-           "--tasks", "sdp_nocaps", "--limit", "2", "--output_path", "./logs"]
-    proc = run(cmd, tmp_path, timeout=1500, **local_hub.env(hf_home=tmp_path / "hf"))
-    log = (tmp_path / "lmms_eval.log").read_text()
-    assert proc.returncode == 0, log[-3000:]
-    _, results = results_file(tmp_path / "logs")
-    got = results["results"]["sdp_nocaps"]
-    assert (got["n_scored,none"], got["n_failed,none"]) == (2, 0), got
+    run_unified(local_hub, tmp_path, args, ["deepseek-community/Janus-Pro-7B"], limit=2)
 
 
 def test_the_hub_going_away_mid_run_then_coming_back(local_hub, tmp_path):
