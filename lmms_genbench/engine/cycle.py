@@ -124,6 +124,14 @@ class RunStats:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_lock"}
 
     # -- events ------------------------------------------------------------------------
+    def _add(self, **amounts: float) -> None:
+        """Add ``amounts`` to the figures they name, under the lock (the events' one way in)."""
+        with self._lock:
+            for figure, amount in amounts.items():
+                if figure not in _COUNTED:
+                    raise AttributeError(f"RunStats has no figure {figure!r} to add to")
+                setattr(self, figure, getattr(self, figure) + amount)
+
     def began(self, chains: int) -> None:
         """The run holds ``chains`` distinct chains (repeated docs counted once)."""
         with self._lock:
@@ -131,47 +139,35 @@ class RunStats:
 
     def reused(self, hops: int) -> None:
         """``hops`` stored hops were verified and kept (a plan's or a wave's resume)."""
-        with self._lock:
-            self.hops_reused += hops
+        self._add(hops_reused=hops)
 
     def seed_stored(self) -> None:
         """A chain's seed image (hop 0) was stored from its doc."""
-        with self._lock:
-            self.seeds_stored += 1
+        self._add(seeds_stored=1)
 
     def hop_computed(self) -> None:
         """One hop (a description or an image) was computed and queued for the store."""
-        with self._lock:
-            self.hops_computed += 1
+        self._add(hops_computed=1)
 
     def described(self, seconds: float, items: int) -> None:
         """One describer call took ``seconds`` for ``items`` images."""
-        with self._lock:
-            self.describe_seconds += seconds
-            self.describe_calls += 1
-            self.describe_items += items
+        self._add(describe_seconds=seconds, describe_calls=1, describe_items=items)
 
     def description_kept(self, text: str) -> None:
         """A description passed the checks and is stored (its words counted)."""
-        with self._lock:
-            self.describe_words += len(text.split())
+        self._add(describe_words=len(text.split()))
 
     def drew(self, seconds: float, items: int) -> None:
         """One generator call took ``seconds`` for ``items`` prompts."""
-        with self._lock:
-            self.generate_seconds += seconds
-            self.generate_calls += 1
-            self.generate_items += items
+        self._add(generate_seconds=seconds, generate_calls=1, generate_items=items)
 
     def waited(self, chains: int) -> None:
         """``chains`` were held by another run and are read once it releases them."""
-        with self._lock:
-            self.chains_waited += chains
+        self._add(chains_waited=chains)
 
     def repaired(self, chains: int) -> None:
         """``chains`` had refused hops moved aside and recomputed."""
-        with self._lock:
-            self.chains_repaired += chains
+        self._add(chains_repaired=chains)
 
     def chain_failed(self, stage: str) -> None:
         """A chain ended failed at ``stage`` (``describe``, ``generate``, ``incomplete``, ...)."""
@@ -182,6 +178,10 @@ class RunStats:
         """The run ended after ``wall_seconds``."""
         with self._lock:
             self.wall_seconds = wall_seconds
+
+
+#: the RunStats figures events add to (the others are set or keyed)
+_COUNTED = frozenset(f.name for f in fields(RunStats)) - {"chains", "wall_seconds", "failures", "_lock"}
 
 
 def wave_size(describer_batch: int, generator_batch: int) -> int:
