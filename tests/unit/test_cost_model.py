@@ -1,20 +1,15 @@
 """benchmarks/cost.py: exact call counts from the protocol, hours from rates, a run's own rates."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import ROOT, load_script
 
 
 @pytest.fixture(scope="module")
 def cost():
-    spec = importlib.util.spec_from_file_location("cost", ROOT / "benchmarks" / "cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/cost.py", "cost")
 
 
 def test_counts_follow_the_protocol(cost):

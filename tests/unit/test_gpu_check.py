@@ -2,21 +2,16 @@
 Janus builder (real sizes swapped for the tiny checkpoint's here) gives a model that describes
 and draws, so the script works the day a GPU is lent (it has not run on one here)."""
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import ROOT, load_script
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/gpu_check.py", "gpu_check")
 
 
 def test_it_refuses_in_one_line_without_cuda():

@@ -1,20 +1,15 @@
 """scripts/support_table.py: docs/support.md from the support-matrix results (fast, no model)."""
 
-import importlib.util
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.scripts import ROOT, load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("support_table", ROOT / "scripts" / "support_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/support_table.py", "support_table")
 
 
 def _write(folder, role, entries):

@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from lmms_genbench.generators.unified import build_unified
+from tests.support.threads import single_thread
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
@@ -22,15 +23,11 @@ LOGIT_ATOL, FEATURE_ATOL = 1e-4, 1e-3
 
 @pytest.fixture(scope="module")
 def blip3o():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny ops: threads only contend (a draw takes 2 s, not 80)
-    try:
+    with single_thread():  # tiny ops: threads only contend (a draw takes 2 s, not 80)
         # what unified=blip3o,unified.pretrained=<folder>,unified.processor=<folder>,... builds
         yield build_unified("blip3o", pretrained=str(DATA / "BLIP3o-Model-4B"),
                             processor=str(DATA / "Qwen2.5-VL-7B-Instruct"), device="cpu", dtype="float32",
                             image_size=EXPECTED["draw"]["height"])
-    finally:
-        torch.set_num_threads(before)
 
 
 def _inputs(model):

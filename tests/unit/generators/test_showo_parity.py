@@ -19,6 +19,7 @@ pytest.importorskip("safetensors")
 from PIL import Image  # noqa: E402
 
 from lmms_genbench.generators.unified import build_unified, plan_unified, unified_names  # noqa: E402
+from tests.support.threads import single_thread  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "showo"
 EXPECTED = json.loads((ROOT / "expected.json").read_text())
@@ -31,10 +32,8 @@ PIXELS_TOL = 1e-4
 def one_thread():
     # tiny matrices: torch's worker threads only wait on each other (tens of times slower on a
     # busy machine); the numbers do not depend on the thread count here
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with single_thread():
+        yield
 
 
 @pytest.fixture(scope="module")

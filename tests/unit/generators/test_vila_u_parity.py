@@ -22,6 +22,7 @@ from PIL import Image  # noqa: E402
 
 from lmms_genbench.generators.unified.registry import build_unified, plan_unified  # noqa: E402
 from lmms_genbench.generators.unified.vila_u.inputs import describe_prompt, token_ids  # noqa: E402
+from tests.support.threads import single_thread  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "vila_u"
 EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
@@ -31,12 +32,8 @@ PIXELS_ATOL = 1e-3  # the recorded pixels are rounded to 4 (float32) and 3 (bflo
 
 @pytest.fixture(scope="module")
 def model():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a network this small runs fastest on one thread (and contends least)
-    try:
+    with single_thread():  # a network this small runs fastest on one thread (and contends least)
         yield build_unified("vila_u", pretrained=str(DATA / "vila-u-7b-256"), device="cpu", dtype="float32")
-    finally:
-        torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ from lmms_genbench.smoke.llava import (
 from lmms_genbench.smoke.checkpoints import is_complete
 from lmms_genbench.smoke.qwen2_vl import qwen2_vl_build_key
 from lmms_genbench.smoke.tokenizers import read_words
+from tests.support.threads import single_thread
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PROMPT = "Describe the image in detail."
@@ -104,12 +105,8 @@ def _generate(lm, simple: bool, doc_ids: list[int], **gen) -> list:
 @pytest.fixture(scope="module")
 def one_thread():
     # Tiny ops on a shared 2-core box: OpenMP threads mostly spin and contend (10x slower).
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with single_thread():
+        yield
 
 
 @pytest.fixture(scope="module")
