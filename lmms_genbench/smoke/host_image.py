@@ -14,9 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import uuid
+from collections.abc import Callable
 
-__all__ = ["ANSWERS", "TINY_IMAGE_MODEL", "register_tiny_image_model"]  # and TinyImageModel, made on first access
+__all__ = ["ANSWERS", "TINY_IMAGE_MODEL", "lazy_model_class", "register_model_type", "register_tiny_image_model"]
+# and TinyImageModel, made on first access
 
 #: the model type :func:`register_tiny_image_model` registers
 TINY_IMAGE_MODEL = "genbench_tiny_image"
@@ -66,26 +69,39 @@ def _model_class():
         def generate_until_multi_round(self, requests):
             raise NotImplementedError("the tiny image model only draws")
 
-    TinyImageModel.__module__ = __name__
-    TinyImageModel.__qualname__ = "TinyImageModel"
     return TinyImageModel
 
 
-def __getattr__(name: str):
-    # built on first access, so importing this module does not import lmms-eval
-    if name == "TinyImageModel":
-        cls = _model_class()
-        globals()[name] = cls
+def lazy_model_class(module: str, name: str, build: Callable[[], type]) -> Callable[[str], type]:
+    """A ``__getattr__`` for ``module`` that makes its lmms-eval model class ``name`` with ``build``
+    on first access (so importing the module does not import lmms-eval), named as if defined at
+    the module's top level (lmms-eval loads it by that path) and kept there for later lookups."""
+
+    def __getattr__(attribute: str) -> type:
+        if attribute != name:
+            raise AttributeError(attribute)
+        cls = build()
+        cls.__module__, cls.__qualname__ = module, name
+        setattr(sys.modules[module], name, cls)
         return cls
-    raise AttributeError(name)
+
+    return __getattr__
+
+
+def register_model_type(model_type: str, class_path: str) -> str:
+    """Register the class at ``class_path`` (``module.Class``) as lmms-eval's model type ``model_type``
+    in this process; returns ``model_type``."""
+    from lmms_eval.models import MODEL_REGISTRY_V2
+    from lmms_eval.models.registry_v2 import ModelManifest
+
+    MODEL_REGISTRY_V2.register_manifest(ModelManifest(model_id=model_type, simple_class_path=class_path),
+                                        overwrite=True)
+    return model_type
+
+
+__getattr__ = lazy_model_class(__name__, "TinyImageModel", _model_class)
 
 
 def register_tiny_image_model(name: str = TINY_IMAGE_MODEL) -> str:
     """Register :class:`TinyImageModel` as the lmms-eval model type ``name`` in this process."""
-    from lmms_eval.models import MODEL_REGISTRY_V2
-    from lmms_eval.models.registry_v2 import ModelManifest
-
-    MODEL_REGISTRY_V2.register_manifest(
-        ModelManifest(model_id=name, simple_class_path=f"{__name__}.TinyImageModel"), overwrite=True
-    )
-    return name
+    return register_model_type(name, f"{__name__}.TinyImageModel")

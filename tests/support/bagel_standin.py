@@ -11,6 +11,8 @@ import json
 import os
 import uuid
 
+from lmms_genbench.smoke.host_image import lazy_model_class, register_model_type
+
 MODEL_TYPE = "genbench_tiny_bagel"
 
 BASE_PARAMS = {
@@ -68,23 +70,11 @@ def _model_class():
         def generate_until_multi_round(self, requests):
             raise NotImplementedError
 
-    TinyBagel.__module__ = __name__
-    TinyBagel.__qualname__ = "TinyBagel"
     return TinyBagel
 
 
-def __getattr__(name: str):
-    if name == "TinyBagel":
-        cls = _model_class()
-        globals()[name] = cls
-        return cls
-    raise AttributeError(name)
+__getattr__ = lazy_model_class(__name__, "TinyBagel", _model_class)
 
 
 def register() -> str:
-    from lmms_eval.models import MODEL_REGISTRY_V2
-    from lmms_eval.models.registry_v2 import ModelManifest
-
-    MODEL_REGISTRY_V2.register_manifest(
-        ModelManifest(model_id=MODEL_TYPE, simple_class_path=f"{__name__}.TinyBagel"), overwrite=True)
-    return MODEL_TYPE
+    return register_model_type(MODEL_TYPE, f"{__name__}.TinyBagel")
