@@ -7,6 +7,7 @@ so a fix to one (a stop string, a seed check) reaches every model.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -42,10 +43,16 @@ class UnifiedCommon:
     batch_size: int
 
     @classmethod
-    def _planned(cls, *args: Any, **kwargs: Any) -> GeneratorPlan:
-        """The plan of a probe whose ``_check(*args, **kwargs)`` ran: no weights loaded."""
+    def plan(cls, **kwargs: Any) -> GeneratorPlan:
+        """Name and batch size, every argument and the device checked, no weights loaded
+        (:mod:`lmms_genbench.generators.lazy`): the constructor's arguments, its defaults filled
+        in, through the same ``_check`` the constructor runs first."""
+        bound = inspect.signature(cls.__init__).bind(None, **kwargs)  # an unknown argument: TypeError
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        arguments.pop("self")
         probe = cls.__new__(cls)
-        probe._check(*args, **kwargs)  # type: ignore[attr-defined]
+        probe._check(**arguments)  # type: ignore[attr-defined]
         return GeneratorPlan(probe.name, probe.batch_size)
 
     def _check_runtime(self, device: Any, dtype: Any, batch_size: Any) -> str:

@@ -29,7 +29,6 @@ from ...core.deps import require
 from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
 from ..common import check_image, describe_error
-from ..lazy import GeneratorPlan
 from .base import DescribeResult
 from .common import UnifiedCommon, count, cut, hf_decoding, number
 
@@ -110,15 +109,6 @@ class JanusUnified(UnifiedCommon):
         config = self.model.config
         self.image_tokens = int(config.vision_config.num_image_tokens)
         self.image_size = int(config.vq_config.num_patches) * 2 ** (len(config.vq_config.channel_multiplier) - 1)
-
-    @classmethod
-    def plan(cls, pretrained: str | None = None, device: str = "cuda", dtype: str = "auto", batch_size: int = 4,
-             guidance_scale: float = 5.0, image_temperature: float = 1.0, temperature: float = 0.0,
-             max_new_tokens: int = 512) -> GeneratorPlan:
-        """Name and batch size, every argument and the device checked, no weights loaded
-        (:mod:`lmms_genbench.generators.lazy`)."""
-        return cls._planned(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
-                            max_new_tokens)
 
     def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
                max_new_tokens) -> None:

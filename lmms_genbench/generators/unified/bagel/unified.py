@@ -95,7 +95,7 @@ class BagelUnified(UnifiedCommon):
         if unknown:
             raise ArgumentError(f"unified.{unknown[0]}: not an argument of unified=bagel (allowed: "
                                 f"{', '.join(defaults)})")
-        return cls._planned(**{**defaults, **kwargs})
+        return super().plan(**kwargs)
 
     @classmethod
     def from_parts(cls, network: Any, vae: Any, tokenizer: Any, label: str = "random", **kwargs: Any) -> BagelUnified:

@@ -25,7 +25,6 @@ from ....core.deps import require
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
-from ...lazy import GeneratorPlan
 from ..base import DescribeResult
 from ..common import UnifiedCommon, count, cut, hf_decoding, number
 
@@ -116,15 +115,6 @@ class Blip3oUnified(UnifiedCommon):
         self.queries = self.queries.to(self._device)
         self.n_query = int(n_query or self.queries.shape[1])
         self.vae_scale = 2 ** (len(self.vae.config.block_out_channels) - 1)
-
-    @classmethod
-    def plan(cls, pretrained: str = "BLIP3o/BLIP3o-Model-4B", processor: str = "Qwen/Qwen2.5-VL-7B-Instruct",
-             device: str = "cuda", dtype: str = "auto", batch_size: int = 1, dit_steps: int = 30,
-             dit_guidance: float = 3.0, decoder_steps: int = 50, decoder_guidance: float = 3.0,
-             image_size: int = 1024, temperature: float = 0.0, max_new_tokens: int = 1024) -> GeneratorPlan:
-        """Name and batch size, every argument and the device checked, no weights loaded."""
-        return cls._planned(pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
-                            decoder_guidance, image_size, temperature, max_new_tokens)
 
     def _check(self, pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
                decoder_guidance, image_size, temperature, max_new_tokens) -> None:

@@ -28,7 +28,6 @@ from ....core.deps import MissingDependencyError, require
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
-from ...lazy import GeneratorPlan
 from ..base import DescribeResult
 from ..common import UnifiedCommon, count, cut, number, plain_decoding
 
@@ -96,15 +95,6 @@ class ShowoUnified(UnifiedCommon):
         self.num_codes = int(self.config["num_vq_tokens"])
         self.image_size = math.isqrt(self.num_codes) * self.vq.geometry.downsample
         self._dtype = getattr(torch, self.dtype)
-
-    @classmethod
-    def plan(cls, pretrained: str = PRETRAINED, vq_model: str = VQ_MODEL, tokenizer: str = TOKENIZER,
-             device: str = "cuda", dtype: str = "float32", batch_size: int = 4, guidance_scale: float = 5.0,
-             generation_timesteps: int = 50, image_temperature: float = 1.0, temperature: float = 0.0,
-             max_new_tokens: int = 100) -> GeneratorPlan:
-        """Name and batch size, every argument and the device checked, no weights loaded."""
-        return cls._planned(pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
-                            generation_timesteps, image_temperature, temperature, max_new_tokens)
 
     @classmethod
     def weights(cls, pretrained: str = PRETRAINED, vq_model: str = VQ_MODEL, tokenizer: str = TOKENIZER,

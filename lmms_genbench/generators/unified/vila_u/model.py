@@ -25,7 +25,6 @@ from ....core.deps import require
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
-from ...lazy import GeneratorPlan
 from ..base import DescribeResult
 from ..common import UnifiedCommon, count, cut, hf_decoding, number
 
@@ -104,15 +103,6 @@ class VilaUUnified(UnifiedCommon):
         eos = generation.eos_token_id if generation.eos_token_id is not None else self.tokenizer.eos_token_id
         self.eos_ids = [eos] if isinstance(eos, int) else list(eos)
         self.pad_id = generation.pad_token_id if generation.pad_token_id is not None else 0
-
-    @classmethod
-    def plan(cls, pretrained: str = "mit-han-lab/vila-u-7b-256", device: str = "cuda", dtype: str = "auto",
-             batch_size: int = 4, guidance_scale: float = 3.0, image_temperature: float = 1.0,
-             image_top_k: int = 900, image_top_p: float = 0.96, temperature: float = 0.9, top_p: float = 0.6,
-             max_new_tokens: int = 512) -> GeneratorPlan:
-        """Name and batch size, every argument and the device checked, no weights loaded."""
-        return cls._planned(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
-                            image_top_p, temperature, top_p, max_new_tokens)
 
     def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
                image_top_p, temperature, top_p, max_new_tokens) -> None:
