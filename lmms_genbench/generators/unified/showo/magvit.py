@@ -24,6 +24,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..conv_blocks import ResnetBlock, group_norm
+
 #: the file and config names of the authors' ``ModelMixin.save_pretrained`` (safetensors)
 WEIGHTS_FILE = "pytorch_model.safetensors"
 CONFIG_FILE = "config.json"
@@ -72,30 +74,12 @@ def geometry_of(state: dict[str, torch.Tensor]) -> MagvitGeometry:
                           int(state["encoder.conv_out.weight"].shape[0]))
 
 
-def _norm(channels: int) -> nn.GroupNorm:
-    return nn.GroupNorm(32, channels, eps=1e-6, affine=True)
-
-
-class _ResBlock(nn.Module):
-    def __init__(self, cin: int, cout: int) -> None:
-        super().__init__()
-        self.norm1, self.conv1 = _norm(cin), nn.Conv2d(cin, cout, 3, padding=1)
-        self.norm2, self.conv2 = _norm(cout), nn.Conv2d(cout, cout, 3, padding=1)
-        # the authors' key for the 1x1 projection when the width changes
-        self.nin_shortcut = nn.Conv2d(cin, cout, 1) if cin != cout else None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.conv1(F.silu(self.norm1(x)))
-        h = self.conv2(F.silu(self.norm2(h)))
-        return (x if self.nin_shortcut is None else self.nin_shortcut(x)) + h
-
-
 class _SelfAttention(nn.Module):
     """One-head attention over the latent positions (1x1 convs as projections)."""
 
     def __init__(self, channels: int) -> None:
         super().__init__()
-        self.norm = _norm(channels)
+        self.norm = group_norm(channels)
         self.q, self.k, self.v, self.proj_out = (nn.Conv2d(channels, channels, 1) for _ in range(4))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -109,8 +93,8 @@ class _SelfAttention(nn.Module):
 class _Middle(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
-        self.block_1, self.attn_1, self.block_2 = (_ResBlock(channels, channels), _SelfAttention(channels),
-                                                   _ResBlock(channels, channels))
+        self.block_1, self.attn_1, self.block_2 = (ResnetBlock(channels, channels), _SelfAttention(channels),
+                                                   ResnetBlock(channels, channels))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.block_2(self.attn_1(self.block_1(x)))
@@ -146,12 +130,12 @@ class MagvitEncoder(nn.Module):
         self.down = nn.ModuleList()
         width = g.ch
         for i, (mult, n) in enumerate(zip(g.encoder_mult, g.encoder_blocks)):
-            blocks = [_ResBlock(width if j == 0 else g.ch * mult, g.ch * mult) for j in range(n)]
+            blocks = [ResnetBlock(width if j == 0 else g.ch * mult, g.ch * mult) for j in range(n)]
             width = g.ch * mult
             last = i == len(g.encoder_mult) - 1
             self.down.append(_level(blocks, None if last else _Resample(width, down=True)))
         self.mid = _Middle(width)
-        self.norm_out = _norm(width)
+        self.norm_out = group_norm(width)
         self.conv_out = nn.Conv2d(width, g.z_channels, 3, padding=1)
         self.quant_conv = nn.Conv2d(g.z_channels, g.z_channels, 1)
 
@@ -176,11 +160,11 @@ class MagvitDecoder(nn.Module):
         levels: list[nn.Module] = []
         for i in reversed(range(len(g.decoder_mult))):  # built top-down, stored bottom-up as the authors'
             out = g.ch * g.decoder_mult[i]
-            blocks = [_ResBlock(width if j == 0 else out, out) for j in range(g.decoder_blocks[i])]
+            blocks = [ResnetBlock(width if j == 0 else out, out) for j in range(g.decoder_blocks[i])]
             width = out
             levels.insert(0, _level(blocks, _Resample(width, down=False) if i != 0 else None))
         self.up = nn.ModuleList(levels)
-        self.norm_out = _norm(width)
+        self.norm_out = group_norm(width)
         self.conv_out = nn.Conv2d(width, 3, 3, padding=1)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..conv_blocks import ResnetBlock, group_norm
+
 # The SigLIP checkpoints VILA-U's configs name by hub id (``pretrained_model``); their vision
 # geometry as the config.json of each hub repository states it, so loading needs no download.
 KNOWN_SIGLIP = {
@@ -91,28 +93,10 @@ class ResidualQuantizer(nn.Module):
         return torch.stack([self.book(i)(codes[..., i]) for i in range(codes.shape[-1])], dim=-2)
 
 
-def _norm(channels: int) -> nn.GroupNorm:
-    return nn.GroupNorm(32, channels, eps=1e-6, affine=True)
-
-
-class ResnetBlock(nn.Module):
-    def __init__(self, cin: int, cout: int) -> None:
-        super().__init__()
-        self.norm1, self.conv1 = _norm(cin), nn.Conv2d(cin, cout, 3, padding=1)
-        self.norm2, self.conv2 = _norm(cout), nn.Conv2d(cout, cout, 3, padding=1)
-        if cin != cout:
-            self.nin_shortcut = nn.Conv2d(cin, cout, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.conv1(F.silu(self.norm1(x)))
-        h = self.conv2(F.silu(self.norm2(h)))
-        return (self.nin_shortcut(x) if hasattr(self, "nin_shortcut") else x) + h
-
-
 class AttnBlock(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
-        self.norm = _norm(channels)
+        self.norm = group_norm(channels)
         self.q, self.k, self.v, self.proj_out = (nn.Conv2d(channels, channels, 1) for _ in range(4))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -163,7 +147,7 @@ class Decoder(nn.Module):
                 res *= 2
             ups.insert(0, up)
         self.up = nn.ModuleList(ups)
-        self.norm_out = _norm(block_in)
+        self.norm_out = group_norm(block_in)
         self.conv_out = nn.Conv2d(block_in, out_ch, 3, padding=1)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
