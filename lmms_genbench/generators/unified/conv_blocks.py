@@ -31,3 +31,14 @@ class ResnetBlock(nn.Module):
         h = self.conv1(F.silu(self.norm1(x)))
         h = self.conv2(F.silu(self.norm2(h)))
         return (x if self.nin_shortcut is None else self.nin_shortcut(x)) + h
+
+
+class AttentionWeights(nn.Module):
+    """The weights of a one-head attention over the latent positions: ``norm`` and 1x1 convs
+    ``q``, ``k``, ``v``, ``proj_out``. Each model's subclass computes with them as its authors do
+    (the sums run in different orders, so float results differ in the last bits)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.norm = group_norm(channels)
+        self.q, self.k, self.v, self.proj_out = (nn.Conv2d(channels, channels, 1) for _ in range(4))

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..conv_blocks import ResnetBlock, group_norm
+from ..conv_blocks import AttentionWeights, ResnetBlock, group_norm
 
 #: the file and config names of the authors' ``ModelMixin.save_pretrained`` (safetensors)
 WEIGHTS_FILE = "pytorch_model.safetensors"
@@ -74,13 +74,8 @@ def geometry_of(state: dict[str, torch.Tensor]) -> MagvitGeometry:
                           int(state["encoder.conv_out.weight"].shape[0]))
 
 
-class _SelfAttention(nn.Module):
+class _SelfAttention(AttentionWeights):
     """One-head attention over the latent positions (1x1 convs as projections)."""
-
-    def __init__(self, channels: int) -> None:
-        super().__init__()
-        self.norm = group_norm(channels)
-        self.q, self.k, self.v, self.proj_out = (nn.Conv2d(channels, channels, 1) for _ in range(4))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, c, h, w = x.shape

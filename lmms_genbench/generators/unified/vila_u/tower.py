@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..conv_blocks import ResnetBlock, group_norm
+from ..conv_blocks import AttentionWeights, ResnetBlock, group_norm
 
 # The SigLIP checkpoints VILA-U's configs name by hub id (``pretrained_model``); their vision
 # geometry as the config.json of each hub repository states it, so loading needs no download.
@@ -93,11 +93,8 @@ class ResidualQuantizer(nn.Module):
         return torch.stack([self.book(i)(codes[..., i]) for i in range(codes.shape[-1])], dim=-2)
 
 
-class AttnBlock(nn.Module):
-    def __init__(self, channels: int) -> None:
-        super().__init__()
-        self.norm = group_norm(channels)
-        self.q, self.k, self.v, self.proj_out = (nn.Conv2d(channels, channels, 1) for _ in range(4))
+class AttnBlock(AttentionWeights):
+    """The authors' attention arithmetic (bmm, softmax over keys)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.norm(x)
