@@ -1,8 +1,8 @@
 """Store faults end to end through the real `lmms-eval` command: an always-failing describer
 endpoint (a stub on 127.0.0.1) leaves every doc failed with the endpoint's reason and nothing
 stored; once healthy, a rerun computes and scores them. A damaged hop in a finished store, and a
-chain that lost its records and then had a hop edited, are caught (``store verify``) and
-recomputed, and the rerun reproduces the clean run's scores."""
+chain that lost its records and then had a hop edited (also with its namespace's marker lost),
+are caught (``store verify``) and recomputed, and the rerun reproduces the clean run's scores."""
 
 import json
 
@@ -61,7 +61,10 @@ def test_an_always_failing_describer_fails_every_doc_and_a_healthy_rerun_scores(
     assert endpoint.count - calls == 3 * 3  # three descriptions per chain, asked again
 
 
-def test_a_damaged_store_is_repaired_and_the_rerun_reproduces_the_clean_scores(tmp_path):
+@pytest.mark.parametrize("marker", ["kept", "lost"])
+def test_a_damaged_store_is_repaired_and_the_rerun_reproduces_the_clean_scores(tmp_path, marker):
+    """``lost``: the namespace's store.json deleted too (issue 43): its other chains kept their
+    records, so the store is still one that keeps records and the edited hop is refused."""
     art = tmp_path / "art"
     _, clean = _run(tmp_path, "clean", art, "preset=smoke")
     chain = sorted(p.parent for p in art.rglob("hops.jsonl"))[1]
@@ -70,8 +73,11 @@ def test_a_damaged_store_is_repaired_and_the_rerun_reproduces_the_clean_scores(t
     lost = sorted(p.parent for p in art.rglob("hops.jsonl"))[2]  # records lost, then a hop edited
     (lost / "hops.jsonl").unlink()
     (lost / "001.txt").write_text("an edited description", encoding="utf-8")
+    if marker == "lost":
+        (lost.parent / "store.json").unlink()
     verify = run([str(BIN / "lmms-genbench"), "store", "verify", str(art)], tmp_path, log="verify.log")
     assert verify.returncode == 1 and f"{lost}: hop 0 has no record" in verify.stdout, verify.stdout
+    assert (f"{lost.parent}: its store.json marker was lost" in verify.stdout) == (marker == "lost"), verify.stdout
     assert "2 chains with refused hops" in verify.stdout
     proc, again = _run(tmp_path, "again", art, "preset=smoke")
     assert again == clean, proc.stderr[-3000:]
@@ -79,6 +85,7 @@ def test_a_damaged_store_is_repaired_and_the_rerun_reproduces_the_clean_scores(t
     # hops 4, 5, 6 of one chain; hops 1-6 of the other (its seed comes from the doc again)
     assert runs[-1]["hops_computed"] == 3 + 6 and runs[-1]["chains_repaired"] == 2
     assert sorted(p.name for p in (chain / "quarantine").rglob("00*")) == ["004.png", "005.txt", "006.png"]
+    assert (lost.parent / "store.json").is_file()  # written again once every chain is recorded
 
 
 def _read_only_mount_works(folder):
