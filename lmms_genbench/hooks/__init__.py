@@ -48,6 +48,12 @@ TABLE = (
          "tiny random-weight networks only contend for extra threads"),
     Hook("signal.signal SIGTERM SIGINT", "run", "runs of --model cycle, t2i, chef (main thread)",
          "a stop in any phase drains queued store writes and ends in one line, exit 128 + signal"),
+    Hook("lmms_eval.evaluator.simple_evaluate", "import",
+         "runs of --model cycle, t2i, chef given a key in --model_args (describer.api_key=...)",
+         "lmms-eval writes --model_args into the results file and its redaction misses dotted keys"),
+    Hook("lmms_eval.__main__.cli_evaluate_single", "import",
+         "the lmms-eval command, runs of --model cycle, t2i, chef given a key in --model_args",
+         "lmms-eval's closing summary line prints --model_args; one warning line that `ps` shows the key"),
 )
 
 
@@ -80,4 +86,9 @@ def changed() -> set[str]:
 
     if getattr(signal.getsignal(signal.SIGTERM), "lmms_genbench", False):
         found.add(TABLE[8].target)
+    for hook in TABLE[9:11]:
+        module, _, attribute = hook.target.rpartition(".")
+        owner = sys.modules.get(module)
+        if owner is not None and wrap.is_wrapped(owner, attribute):
+            found.add(hook.target)
     return found

@@ -113,3 +113,26 @@ def test_a_complete_store_on_a_read_only_filesystem_scores_without_writing(tmp_p
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = {k.split(",")[0]: v for k, v in results_file(out)[1]["results"]["mmeception_smoke"].items() if "," in k}
     assert metrics == clean
+
+
+def test_a_key_given_in_model_args_reaches_no_file_and_no_output_line(tmp_path, endpoint):
+    """Issue 43: `describer.api_key=sk-...` on the command line (no key in the environment) is
+    masked in the results file's config (model_args, resolved_cli_args), lmms-eval's closing
+    summary line, the samples, the store and the logs; one warning line says that `ps` shows it."""
+    endpoint.healthy = True
+    key = "sk-cmdline-0123456789abcdefghijKLMN"
+    art, out = tmp_path / "art", tmp_path / "out"
+    args = f"preset=smoke,describer=openai,describer.model_version=stub,describer.api_key={key},artifacts={art}"
+    proc = run([str(BIN / "lmms-eval"), "--model", "cycle", "--model_args", args, "--tasks", "mmeception_smoke",
+                "--limit", "2", "--output_path", str(out), "--log_samples"], tmp_path, log="run.log", timeout=900,
+               OPENAI_API_BASE=f"http://127.0.0.1:{endpoint.server_port}/v1", NO_PROXY="127.0.0.1,localhost")
+    path, results = results_file(out)
+    assert results["results"]["mmeception_smoke"]["n_scored,none"] == 2, proc.stderr[-3000:]
+    assert "describer.api_key=***" in results["config"]["model_args"]
+    assert endpoint.count > 0  # the key was used for the requests
+    leaked = [str(p) for p in tmp_path.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    assert leaked == [] and key not in proc.stdout and key not in proc.stderr, leaked
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("cycle (")]
+    assert summary and "describer.api_key=***" in summary[0], proc.stdout[-2000:]
+    warned = [line for line in proc.stderr.splitlines() if "visible to other users of this machine" in line]
+    assert len(warned) == 1 and warned[0].startswith("lmms-genbench: warning: describer.api_key given"), warned
