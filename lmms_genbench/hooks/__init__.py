@@ -48,6 +48,8 @@ TABLE = (
          "tiny random-weight networks only contend for extra threads"),
     Hook("signal.signal SIGTERM SIGINT", "run", "runs of --model cycle, t2i, chef (main thread)",
          "a stop in any phase drains queued store writes and ends in one line, exit 128 + signal"),
+    Hook("logging.setLogRecordFactory", "run", "runs of our model types or tasks; acts on loggers lmms_genbench.*",
+         "a file name, dataset field or answer in our log lines shows control characters and bidi overrides as escapes"),
     Hook("lmms_eval.evaluator.simple_evaluate", "import",
          "runs of --model cycle, t2i, chef given a key in --model_args (describer.api_key=...)",
          "lmms-eval writes --model_args into the results file and its redaction misses dotted keys"),
@@ -86,7 +88,11 @@ def changed() -> set[str]:
 
     if getattr(signal.getsignal(signal.SIGTERM), "lmms_genbench", False):
         found.add(TABLE[8].target)
-    for hook in TABLE[9:11]:
+    import logging
+
+    if getattr(logging.getLogRecordFactory(), "lmms_genbench", False):
+        found.add(TABLE[9].target)
+    for hook in TABLE[10:12]:
         module, _, attribute = hook.target.rpartition(".")
         owner = sys.modules.get(module)
         if owner is not None and wrap.is_wrapped(owner, attribute):

@@ -11,6 +11,8 @@ calls lmms-eval's ``evaluate`` and does nothing else. Otherwise, for that call o
   whose own aggregation fails without them, as MME's pair check does, gets them back as it
   scored them), and our tasks' per-doc scores written into the logged samples
   (:mod:`lmms_genbench.host_scores`);
+* a log record factory that makes our own ``logging`` records printable (file names, dataset
+  fields and answers in them: control characters and bidi overrides as escapes);
 * a loguru patcher that masks the environment's secrets in every record, lmms-eval's own lines
   included, and escapes control characters, terminal escape sequences and bidi overrides
   (:func:`~lmms_genbench.core.errors.printable`; our model types only);
@@ -102,6 +104,7 @@ def scope(run: Run) -> Iterator[Run]:
         if run.model == "t2i":
             undo.append(_wrap_process_results(run))
         undo.append(_wrap_aggregation(run))
+        undo.append(_printable_records(run))
         if run.model is not None:
             undo.append(_mask_secrets(run))
         if run.one_thread:
@@ -208,6 +211,36 @@ def _mask_secrets(run: Run):
     def undo():
         if core.patcher is mask:
             core.patcher = before
+
+    return undo
+
+
+def _printable_records(run: Run):
+    """Our own ``logging`` records (loggers ``lmms_genbench.*``) made printable: a file name, a
+    dataset field or a model's answer in a log line shows control characters and bidi overrides
+    as escapes (issue 43), as lmms-eval's loguru lines do under :func:`_mask_secrets`."""
+    import logging
+
+    from ..core.errors import printable
+
+    before = logging.getLogRecordFactory()
+
+    def factory(*args, **kwargs):
+        record = before(*args, **kwargs)
+        if record.name.startswith("lmms_genbench"):
+            try:
+                record.msg, record.args = printable(record.getMessage()), ()
+            except Exception:  # a record whose arguments do not format: logging reports it as before
+                pass
+        return record
+
+    factory.lmms_genbench = True
+    logging.setLogRecordFactory(factory)
+    run.changed.append("logging.setLogRecordFactory")
+
+    def undo():
+        if logging.getLogRecordFactory() is factory:
+            logging.setLogRecordFactory(before)
 
     return undo
 

@@ -118,7 +118,21 @@ def test_a_run_scope_puts_its_hooks_in_place_and_takes_them_all_off():
     assert current() is None and changed() == before
     assert torch.get_num_threads() == before_threads and logger._core.patcher is before_patcher
     with scope(Run(None, ("autobench",))):  # our task with another model: scores only, no masking
-        assert changed() - before == {"lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric"}
+        assert changed() - before == {"lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric",
+                                      "logging.setLogRecordFactory"}
+
+
+def test_our_log_lines_show_control_characters_and_bidi_overrides_as_escapes(caplog):
+    """Issue 43: a file name holding ESC, BEL and U+202E in one of our log lines, during a run."""
+    import logging
+
+    name = "cat\x1b[31m\x07\u202egnp.exe<script>"
+    log = logging.getLogger("lmms_genbench.data.photos")
+    with caplog.at_level(logging.WARNING), scope(Run("cycle")):
+        log.warning("skipping %s: not an image", name)
+    assert caplog.records[-1].getMessage() == "skipping cat\\x1b[31m\\x07\\u202egnp.exe<script>: not an image"
+    logging.getLogger("other").warning("raw %s", name)  # not ours, and after the run: untouched
+    assert caplog.records[-1].getMessage() == f"raw {name}"
 
 
 def test_the_table_names_each_lasting_change_once_and_its_lifetime():
