@@ -41,6 +41,8 @@ SLOTS = MappingProxyType({
                   "read by its doc_to_text, which lmms-eval calls apart with only the doc",
     "secrets": "core.secrets: keys given in --model_args (describer.api_key=...), masked by value in every "
                "log line, report and results file of the process, as the environment's keys are",
+    "stop": "core.signals: the signals received and whether the first is held back; written by the one "
+            "SIGTERM/SIGINT handler (hooks.signals), which Python runs between any two lines of the main thread",
     "facts": "what the installed libraries and our own files say, read once: diffusers' dtype argument, "
              "our task YAMLs (preflight), the smoke describer's token budget (models.cycle)",
 })

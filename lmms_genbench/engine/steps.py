@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from ..core.failures import GenerationFailure, GeneratorConfigError
 from ..core.keys import stable_hash
+from ..core.signals import checkpoint, deferred, interrupt_at
 from ..store import ChainFailure, StoreWriter, failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .planning import ChainState, RunPolicy, Wave, chunked, load_lazy
@@ -169,7 +170,9 @@ class WaveSteps:
                 self._first_describe = False
                 load_lazy(self.describer)  # outside describe time (a vLLM engine starts in ~40 s)
                 t0 = time.perf_counter()
-                texts = self.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
+                with deferred():  # a signal now waits for the answers, which are stored before the run stops
+                    interrupt_at("describe")
+                    texts = self.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
                 self.stats.described(time.perf_counter() - t0, len(described))
                 del images
                 for chain, text in zip(described, texts):
@@ -183,6 +186,7 @@ class WaveSteps:
                     self._advance(chain, hop, text)
                     if chain.hop == hop + 1:
                         ready.append(chain)
+                checkpoint()  # a signal held back while describing: the answers are queued, stop now
         while ready:
             submit(ready[:batch])
             del ready[:batch]
@@ -198,6 +202,7 @@ class WaveSteps:
 
     def _draw(self, hop: int, chains: list[ChainState]) -> None:
         """On the drawer thread: one generator call for ``chains`` at ``hop``."""
+        interrupt_at("draw")
         prompts, seeds, drawn, chars_cut = [], [], [], []
         for chain in chains:
             description = self._take(chain, hop, "generate")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
+from ..core.signals import checkpoint
 from .planning import Wave, resume
 from .steps import WaveSteps
 
@@ -92,7 +93,8 @@ class WaveRunner(WaveSteps):
 
     def _check(self) -> None:
         """Raise what stops the run: a failed store write, or an error from the drawer
-        thread (a generator that no retry fixes, an interrupt)."""
+        thread (a generator that no retry fixes, an interrupt), or a signal held back."""
+        checkpoint()
         self.writer.check()
         for future in [f for f in self._draws if f.done()]:
             self._draws.remove(future)

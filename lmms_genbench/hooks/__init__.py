@@ -46,8 +46,10 @@ TABLE = (
     Hook("torch.set_num_threads", "run",
          "our model types built by a smoke preset (cycle's preset=smoke), OMP_NUM_THREADS unset",
          "tiny random-weight networks only contend for extra threads"),
-    Hook("signal.signal SIGTERM SIGINT", "run", "runs of --model cycle, t2i, chef (main thread)",
-         "a stop in any phase drains queued store writes and ends in one line, exit 128 + signal"),
+    Hook("signal.signal SIGTERM SIGINT", "run",
+         "runs of --model cycle, t2i, chef (main thread), from the model's construction; to the process's end under "
+         "the lmms-eval command",
+         "a stop in any phase drains queued store writes and ends in one line, exit 128 + signal; the one handler"),
     Hook("logging.setLogRecordFactory", "run", "runs of our model types or tasks; acts on loggers lmms_genbench.*",
          "a file name, dataset field or answer in our log lines shows control characters and bidi overrides as escapes"),
     Hook("lmms_eval.evaluator.simple_evaluate", "import",

@@ -52,17 +52,17 @@ def install_task_path() -> bool:
 
 def install_run_hook() -> bool:
     """:func:`lmms_genbench.hooks.run.install`: the evaluate wrapper; and the ``simple_evaluate``
-    wrapper that masks keys given in ``--model_args`` (:mod:`.secret_args`)."""
+    wrapper that installs our signal handler and masks keys given in ``--model_args`` (:mod:`.entry`)."""
     from .run import install
-    from .secret_args import install_config_mask
+    from .entry import install_config_mask
 
     return install() & install_config_mask()
 
 
 def install_summary_mask() -> bool:
-    """:func:`lmms_genbench.hooks.secret_args.install_summary_mask`: the ``lmms-eval`` command's
+    """:func:`lmms_genbench.hooks.entry.install_summary_mask`: the ``lmms-eval`` command's
     closing summary line without the keys given in ``--model_args``."""
-    from .secret_args import install_summary_mask as install
+    from .entry import install_summary_mask as install
 
     return install()
 
@@ -82,7 +82,8 @@ WATCHED = {
     "lmms_eval.tasks": (install_task_path, f"lmms-eval does not see our tasks; pass --include_path {TASKS_DIR}"),
     "lmms_eval.evaluator": (install_run_hook, ("runs of our models and tasks go without their hooks: no per-doc "
                                                "scores for --baseline, t2i's failed drawings scored as missing images")),
-    "lmms_eval.__main__": (install_summary_mask, "a key given in --model_args shows in lmms-eval's closing summary line"),
+    "lmms_eval.__main__": (install_summary_mask, ("a key given in --model_args shows in lmms-eval's closing summary "
+                                                  "line; a signal while results are saved ends without its line")),
 }
 
 

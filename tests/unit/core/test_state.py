@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from lmms_genbench.chef import recipe
-from lmms_genbench.core import state
+from lmms_genbench.core import secrets, signals, state
 from lmms_genbench.hooks import run, scope
 from lmms_genbench.metrics.networks import loading
 from lmms_genbench.metrics.scorers import reports
@@ -38,6 +38,8 @@ def _fill_every_slot(tmp_path):
     state.slot("warned_ignored", set).add((object, "guidance_rescale"))
     pool_id = recipe.register_pool([{"question": "q"}])
     assert state.remember("a fact", lambda: 42) == 42
+    secrets.remember(["sk-given-on-the-command-line"])
+    assert signals.arrived(15) == "raise"
     return network, pool_id
 
 

@@ -12,6 +12,7 @@ import pytest
 from lmms_genbench.hooks import TABLE, Hook, changed
 from lmms_genbench.hooks.run import Run, current, scope
 from lmms_genbench.hooks.scope import is_our_task, model_type, our_tasks
+from lmms_genbench.hooks.signals import handling
 from lmms_genbench.hooks.wrap import is_wrapped, unwrap_method, wrap_method
 
 from tests.support.lmms_eval_runs import PTH_LINE, ROOT
@@ -102,7 +103,8 @@ def test_a_run_scope_puts_its_hooks_in_place_and_takes_them_all_off():
     sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
     os.environ["HOOKS_TEST_TOKEN"] = "tok-0123456789"
     try:
-        with pytest.raises(RuntimeError), scope(Run("t2i", (), one_thread=True)) as run:
+        # our simple_evaluate wrapper puts the signal handler in place around the run (hooks/entry.py)
+        with pytest.raises(RuntimeError), handling(), scope(Run("t2i", (), one_thread=True)) as run:
             assert current() is run and torch.get_num_threads() == 1
             with scope(Run("cycle")) as inner:  # nested: the outer run's hooks hold, and stay
                 assert inner is run
