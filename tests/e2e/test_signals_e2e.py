@@ -60,6 +60,8 @@ def test_sigterm_while_describing_ends_in_one_line_and_the_rerun_scores(tmp_path
         (tmp_path / "describe.log").write_text(out + err)
         _stopped(out, err, proc.returncode)
         _verify(tmp_path, art)
+        # issue 43: the describe call the signal came in finished, and each answer that came back is stored
+        assert len(list(art.rglob("001.txt"))) == server.count == 3, server.count
         server.victim = None
         again = subprocess.run(_cmd(art, tmp_path / "b", args), cwd=tmp_path, env=env, text=True,
                                capture_output=True, timeout=900)
