@@ -135,7 +135,7 @@ def process_results(doc, results):
         # no variant names to go by: feed only the counters (n_failed counts it)
         return {name: (name, rec) for name in _COUNTS}
     if not rec["failed"]:
-        # the doc's share of acc (variant 0 correct), for lmms-eval's --baseline (lmms_genbench.host_scores)
+        # the doc's share of acc (variant 0 correct), for lmms-eval's --baseline (lmms_genbench.hooks.host_scores)
         rec["score"] = _correct([rec], 0)[0]
     return {name: (name, rec) for name in metric_names(rec, rec.get("variant_names"))}
 

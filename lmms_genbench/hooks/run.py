@@ -6,11 +6,11 @@ calls lmms-eval's ``evaluate`` and does nothing else. Otherwise, for that call o
 :func:`scope` puts in place what the run needs and takes all of it off afterwards:
 
 * ``ConfigurableTask.process_results`` (``--model t2i`` only): a doc the model could not draw
-  becomes :class:`~lmms_genbench.host_failures.FailedDoc` values, N/A in the numbers;
+  becomes :class:`~lmms_genbench.hooks.host_failures.FailedDoc` values, N/A in the numbers;
 * ``TaskOutput.calculate_aggregate_metric``: those docs set aside and counted (``t2i``; a task
   whose own aggregation fails without them, as MME's pair check does, gets them back as it
   scored them), and our tasks' per-doc scores written into the logged samples
-  (:mod:`lmms_genbench.host_scores`);
+  (:mod:`lmms_genbench.hooks.host_scores`);
 * a log record factory that makes our own ``logging`` records printable (file names, dataset
   fields and answers in them: control characters and bidi overrides as escapes);
 * a loguru patcher that masks the environment's secrets in every record, lmms-eval's own lines
@@ -117,7 +117,7 @@ def scope(run: Run) -> Iterator[Run]:
 def _wrap_process_results(run: Run):
     from lmms_eval.api.task import ConfigurableTask
 
-    from .. import host_failures
+    from . import host_failures
 
     def hooked(original):
         def process_results(self, doc, results, *args, **kwargs):
@@ -140,7 +140,7 @@ def _wrap_process_results(run: Run):
 def _wrap_aggregation(run: Run):
     from lmms_eval.evaluator_utils import TaskOutput
 
-    from .. import host_failures, host_scores
+    from . import host_failures, host_scores
 
     def hooked(original):
         def calculate_aggregate_metric(self, *args, **kwargs):

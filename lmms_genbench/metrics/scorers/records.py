@@ -3,7 +3,7 @@ carries per metric, and the sorting of records into chains to score and counted 
 
 A record is a few hundred bytes (ids, status, the store namespace, a few doc fields); texts
 and images stay in the store. Each :class:`MetricItem` names its scorer, so
-:mod:`lmms_genbench.host_scores` can ask that scorer for each chain's own score.
+:mod:`lmms_genbench.hooks.host_scores` can ask that scorer for each chain's own score.
 """
 
 from __future__ import annotations

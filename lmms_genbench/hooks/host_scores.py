@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .metrics.scorers import scorer_named
-from .metrics.scorers.records import MetricItem, host_key
+from ..metrics.scorers import scorer_named
+from ..metrics.scorers.records import MetricItem, host_key
 
 __all__ = ["fill"]
 
