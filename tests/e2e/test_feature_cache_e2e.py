@@ -96,3 +96,19 @@ def test_a_flipped_feature_header_of_any_network_is_recomputed_counted_and_score
         assert {spec for f in counted.values() for spec in f["networks_loaded"]} == families, (how, counted)
         verify = run([str(BIN / "lmms-genbench"), "store", "verify", str(art)], tmp_path, log=f"verified-{how}.log")
         assert verify.returncode == 0 and ", 0 bad" in verify.stdout, verify.stdout[-2000:]
+
+
+def test_an_unwritable_feature_cache_says_so_once_and_the_report_names_it(tmp_path):
+    """Issue 43: `.features` a file (as a read-only or full disk would refuse the writes): the run
+    scores as without the cache, one warning line says the features are not kept, and each
+    report's `cache` field says why."""
+    art = tmp_path / "art"
+    art.mkdir()
+    (art / ".features").write_text("a file where the cache folder would go")
+    proc, results, features = _run(tmp_path, "ro", art)
+    _, clean, _ = _run(tmp_path, "clean", tmp_path / "clean-art", LMMS_GENBENCH_FEATURE_CACHE="0")
+    assert results == clean, proc.stderr[-3000:]
+    warned = [line for line in proc.stderr.splitlines() if "feature cache: cannot write under" in line]
+    assert len(warned) == 1, warned
+    assert features and all(f["cache"].startswith(f"read-only (cannot write under {art / '.features'}")
+                            for f in features.values()), features
