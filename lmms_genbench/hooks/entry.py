@@ -50,7 +50,6 @@ def install_config_mask() -> bool:
     def hooked(original):
         def simple_evaluate(*args, **kwargs):
             from ..core.secrets import remember, secret_args
-
             from ..core.signals import interrupt_at
             from .signals import exit_interrupted, handling
 
