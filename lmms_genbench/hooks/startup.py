@@ -87,6 +87,10 @@ WATCHED = {
 }
 
 
+#: the ``lmms-eval`` command's module: hooked when it is imported before the other two are done
+_COMMAND = "lmms_eval.__main__"
+
+
 def _install(module: str) -> None:
     """The hook of ``module``, any failure a warning: a hook must never break lmms-eval."""
     hook, cost = WATCHED[module]
@@ -124,7 +128,8 @@ class _AfterImport:
         def exec_module(module):
             execute(module)
             self.pending.discard(name)
-            if not self.pending and self in sys.meta_path:
+            # the command's module imports the other two: found before they are done, or never
+            if not self.pending - {_COMMAND} and self in sys.meta_path:
                 sys.meta_path.remove(self)
             _install(name)
 
