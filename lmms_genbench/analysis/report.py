@@ -319,9 +319,7 @@ def _shown(value: Any) -> Any:
     """Every string the page shows (file names, doc and chain ids, dataset fields, model output:
     issue 43) with control characters and bidi overrides as visible escapes (``\\x1b``,
     ``\\u202e``), then HTML-escaped by autoescape; markup the page itself built is kept."""
-    import markupsafe
-
-    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+    if isinstance(value, str) and not hasattr(value, "__html__"):  # markup (tojson, |safe) has __html__
         return printable(value)
     return value
 
