@@ -8,7 +8,7 @@ process at once. A describe call runs :func:`deferred`, so that answers an API a
 are stored before the run stops. Nothing here touches the process's signal handlers.
 
 ``$LMMS_GENBENCH_INTERRUPT_AT`` (tests only): ``<phase>[*<n>][:SIGINT]`` makes the run send itself
-``n`` signals (SIGTERM unless named, 0.3 s apart) when it reaches ``phase`` (``start``,
+``n`` signals (SIGTERM unless named; the first at once, the others 0.3 s apart) when it reaches ``phase`` (``start``,
 ``describe``, ``draw`` or ``score``: :func:`interrupt_at`), so a test stops a phase without racing it.
 """
 
@@ -110,10 +110,13 @@ def interrupt_at(phase: str) -> None:
     signum = signal.SIGINT if how.upper() == "SIGINT" else signal.SIGTERM
     count = int(times or 1)
 
-    def send() -> None:
-        for i in range(count):
-            if i:
-                time.sleep(0.3)
+    def send_rest() -> None:  # while the first one's drain runs
+        for _ in range(count - 1):
+            time.sleep(0.3)
             os.kill(os.getpid(), signum)
 
-    threading.Thread(target=send, name="genbench-interrupt-at", daemon=True).start()
+    if count > 1:
+        threading.Thread(target=send_rest, name="genbench-interrupt-at", daemon=True).start()
+    # the first from this thread: on the main thread the handler runs right here, so the phase is
+    # stopped at this very point (from another thread, wherever the main thread is)
+    os.kill(os.getpid(), signum)

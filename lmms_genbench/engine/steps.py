@@ -141,7 +141,8 @@ class WaveSteps:
         ready = [c for c in wave.chains if c.hop == hop + 1 and c.kind == "image"]
 
         def submit(chains):
-            future = self.drawer.submit(self._draw, hop + 1, list(chains))
+            with deferred():  # a signal inside would leave a started drawer thread unjoined: held to _check
+                future = self.drawer.submit(self._draw, hop + 1, list(chains))
             wave.draws.append(future)
             self._draws.append(future)
 
@@ -196,7 +197,8 @@ class WaveSteps:
 
     def _draw_step(self, wave: Wave, hop: int) -> None:
         for chunk in chunked([c for c in wave.chains if c.hop == hop], self.generator_batch):
-            future = self.drawer.submit(self._draw, hop, list(chunk))
+            with deferred():  # as in _describe_step's submit
+                future = self.drawer.submit(self._draw, hop, list(chunk))
             wave.draws.append(future)
             self._draws.append(future)
 

@@ -123,5 +123,6 @@ def test_one_or_two_signals_in_any_phase_keep_every_queued_hop_and_end_in_the_li
             _verify(tmp_path, art)
         kept[how] = hops
     assert len(set(map(tuple, kept.values()))) == 1, {k: len(v) for k, v in kept.items()}
-    if phase == "score":
-        assert len(kept[phase]) == 3 * 7  # every hop of every chain (seed included) stored before scoring
+    # 3 chains: the seeds; + the descriptions of the describe call in flight; + the drawing in
+    # flight; every hop (seed and 6 generations each) stored before scoring
+    assert len(kept[phase]) == {"start": 0, "describe": 6, "draw": 9, "score": 3 * 7}[phase], kept[phase]
