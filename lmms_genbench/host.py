@@ -201,25 +201,11 @@ def _task_settings(lm, requests: list[dict], items: list[tuple]):
         yield
 
 
-@contextlib.contextmanager
 def _quiet_bars(lm, method: str):
     """For one call, ``tqdm`` in the module defining ``lm``'s ``method`` draws nothing."""
-    module = sys.modules.get(getattr(getattr(type(lm), method, None), "__module__", None) or "")
-    original = getattr(module, "tqdm", None)
-    if not isinstance(original, type):
-        yield
-        return
+    from .hooks.call import silent_tqdm
 
-    class _Silent(original):  # type: ignore[misc, valid-type]
-        def __init__(self, *args, **kwargs):
-            kwargs["disable"] = True
-            super().__init__(*args, **kwargs)
-
-    module.tqdm = _Silent
-    try:
-        yield
-    finally:
-        module.tqdm = original
+    return silent_tqdm(sys.modules.get(getattr(getattr(type(lm), method, None), "__module__", None) or ""))
 
 
 @contextlib.contextmanager
@@ -236,8 +222,9 @@ def _length_ceiling(lm, requests: list[dict]):
         kwargs["max_new_tokens"] = as_int(f"items[{i}] gen_kwargs max_new_tokens",
                                           kwargs.get("max_new_tokens", own), minimum=1)
         wanted.append(kwargs["max_new_tokens"])
-    lm.max_new_tokens = min(wanted)
-    try:
+    from .hooks.call import TARGETS, attributes
+
+    with attributes(lm, {"max_new_tokens": min(wanted)}, TARGETS["max_new_tokens"]):
         chosen = [lm._select_max_new_tokens(n) for n in wanted]
         if chosen != wanted:
             raise RuntimeError(
@@ -245,8 +232,6 @@ def _length_ceiling(lm, requests: list[dict]):
                 "its rule is no longer lmms-eval 0.7.3's max(request, model); lmms_genbench.host needs porting"
             )
         yield
-    finally:
-        lm.max_new_tokens = own
 
 
 def _is_vllm_chat(lm) -> bool:
@@ -272,11 +257,11 @@ def _pil_images(lm):
         messages = to_messages(lm.task_dict[task][split][doc_id])
         return _vllm_messages(messages), lm._resolve_sampling_params(gen_kwargs)
 
-    lm.make_one_request = make_one_request  # an instance attribute shadows the method
-    try:
+    from .hooks.call import TARGETS, attributes
+
+    # an instance attribute shadows the method
+    with attributes(lm, {"make_one_request": make_one_request}, TARGETS["make_one_request"]):
         yield
-    finally:
-        del lm.make_one_request
 
 
 def _vllm_messages(messages: list[dict]) -> list[dict]:
@@ -323,12 +308,12 @@ def _send(lm, kind: str, items: list[tuple], arguments: list[tuple], task: str, 
     requests = [Instance(request_type=kind, arguments=args, idx=0,
                          metadata={"task": task, "doc_id": doc_id, "repeats": 1})
                 for doc_id, args in enumerate(arguments)]
+    from .hooks.call import TARGETS, attributes
+
     # a list serves as the split: models only index it by doc_id
-    lm.task_dict = {task: {split: [{"context": item[0], "visuals": item[2]} for item in items]}}
-    try:
+    docs = {task: {split: [{"context": item[0], "visuals": item[2]} for item in items]}}
+    with attributes(lm, {"task_dict": docs}, TARGETS["task_dict"]):
         out = getattr(lm, kind)(requests)
-    finally:
-        lm.task_dict = {}
     if len(out) != len(requests):
         raise RuntimeError(f"{type(lm).__name__}.{kind} returned {len(out)} results for {len(requests)} requests")
     return list(out)

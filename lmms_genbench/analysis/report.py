@@ -315,6 +315,15 @@ def _higher(task_runs: Sequence[TaskRun | None], metric: str) -> bool | None:
     return next((t.higher_is_better[metric] for t in task_runs if t and metric in t.higher_is_better), None)
 
 
+def _shown(value: Any) -> Any:
+    """Every string the page shows (file names, doc and chain ids, dataset fields, model output:
+    issue 43) with control characters and bidi overrides as visible escapes (``\\x1b``,
+    ``\\u202e``), then HTML-escaped by autoescape; markup the page itself built is kept."""
+    if isinstance(value, str) and not hasattr(value, "__html__"):  # markup (tojson, |safe) has __html__
+        return printable(value)
+    return value
+
+
 def render(context: Mapping[str, Any]) -> str:
     """The page's HTML from :func:`build_context`'s mapping."""
     import jinja2
@@ -322,6 +331,7 @@ def render(context: Mapping[str, Any]) -> str:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("lmms_genbench.analysis", "templates"),
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        finalize=_shown,
     )
     env.filters["num"] = fmt
     return env.get_template(TEMPLATE).render(**context)

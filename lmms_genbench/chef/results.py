@@ -139,7 +139,7 @@ def process_results(doc, results):
         return {name: (name, rec) for name in _COUNTS}
     if not rec["failed"] and scored_records([rec]):
         # the doc's share of acc (variant 0 correct), for lmms-eval's --baseline
-        # (lmms_genbench.host_scores); a circular copy that acc leaves out has none
+        # (lmms_genbench.hooks.host_scores); a circular copy that acc leaves out has none
         rec["score"] = _correct([rec], 0)[0]
     return {name: (name, rec) for name in metric_names(rec, rec.get("variant_names"))}
 

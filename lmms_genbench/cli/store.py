@@ -20,8 +20,9 @@ def _run_store_verify(args: argparse.Namespace) -> int:
     lines of hops.jsonl are reported. --repair moves refused hops, and every later hop of their
     chain, to quarantine/<time>/ in the chain's folder, so the next run recomputes them, rewrites
     hops.jsonl without its unreadable lines; hops written before records existed are checked by
-    decoding and recorded."""
-    from lmms_genbench.store import verify_store
+    decoding and recorded. The scorers' stored features (.features/) are checked whole too;
+    --repair removes the bad ones (the next scoring run recomputes them)."""
+    from lmms_genbench.store import STORE_FORMAT, lost_markers, verify_features, verify_store
 
     root = Path(args.folder).expanduser()
     if not root.is_dir():
@@ -29,6 +30,10 @@ def _run_store_verify(args: argparse.Namespace) -> int:
               "folder (model_args artifacts=, or $LMMS_GENBENCH_ARTIFACTS)", file=sys.stderr)
         return EXIT_USAGE
     chains = bad = busy = hops = 0
+    for namespace in lost_markers(root):
+        done = "; written again once its chains are sound" if args.repair else ""
+        print(f"{namespace}: its {STORE_FORMAT} marker was lost while its chains kept records: hops without a "
+              f"record are refused as unverified{done}")
     for folder, check in verify_store(root, repair=args.repair):
         chains += 1
         if check is None:
@@ -46,7 +51,15 @@ def _run_store_verify(args: argparse.Namespace) -> int:
             print(f"{folder}: {check.problem}{moved}")
     verdict = "repaired" if args.repair else "refused"
     print(f"{chains} chains, {hops} hops verified, {bad} chains with {verdict} hops, {busy} held by a running run")
-    return EXIT_OK if args.repair or not bad else EXIT_FAIL
+    features = verify_features(root, repair=args.repair)
+    for path, why in features["bad"]:
+        print(f"{path}: {why}{'; removed' if args.repair else ''}")
+    for folder in features["outdated"]:
+        print(f"{folder}: features of an older file format, never read (safe to delete)")
+    if features["files"] or features["outdated"]:
+        done = f", {features['removed']} removed (recomputed by the next scoring run)" if args.repair else ""
+        print(f"{features['files']} feature files checked, {len(features['bad'])} bad{done}")
+    return EXIT_OK if args.repair or not (bad or features["bad"]) else EXIT_FAIL
 
 
 def _run_store_merge(args: argparse.Namespace) -> int:

@@ -39,6 +39,12 @@ SLOTS = MappingProxyType({
                       "per process (a plan and its build both meet it)",
     "chef_pools": "chef.recipe: ChEF's in-context example pools, registered by a task's process_docs and "
                   "read by its doc_to_text, which lmms-eval calls apart with only the doc",
+    "secrets": "core.secrets: keys given in --model_args (describer.api_key=...), masked by value in every "
+               "log line, report and results file of the process, as the environment's keys are",
+    "stop": "core.signals: the signals received and whether the first is held back; written by the one "
+            "SIGTERM/SIGINT handler (hooks.signals), which Python runs between any two lines of the main thread",
+    "calls": "hooks.call: how many of each call-scoped change are in place now (any thread), so that "
+             "hooks.changed() finds them as it finds the lasting ones",
     "facts": "what the installed libraries and our own files say, read once: diffusers' dtype argument, "
              "our task YAMLs (preflight), the smoke describer's token budget (models.cycle)",
 })

@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import logging
 import math
-import signal
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Sequence
 
-from ..core.errors import Interrupted
 from ..core.progress import progress_bar
 from ..generators.base import Generator
 from ..store import Chain, ChainFailure, ChainLocation, ChainLocks, StoreWriter
@@ -262,7 +259,7 @@ class CycleEngine:
         size = self.wave or wave_size(policy.describer_batch, batch_size_of(self.generator))
         bar = progress_bar(len(live), "cycle: chains", "chain", self.progress)
         try:
-            with terminate_as_interrupt(), StoreWriter(max_pending=2 * size) as writer:
+            with StoreWriter(max_pending=2 * size) as writer:
                 runner = WaveRunner(policy, self.describer, self.generator, self.locks, writer, stats, bar)
                 todo = live
                 while todo:
@@ -308,22 +305,3 @@ def _draws_ahead(chain) -> bool:
     """Whether a chain with work has an image hop left to draw."""
     spec = chain.outcome.spec
     return any(spec.kind(h) == "image" for h in range(max(chain.hop or 1, 1), spec.hops + 1))
-
-
-@contextmanager
-def terminate_as_interrupt():
-    """SIGTERM (a scheduler's stop, ``kill``) ends a run as Ctrl-C does: queued store writes
-    are drained, so every hop computed is kept. Only on the main thread, where Python
-    delivers signals; the previous handler comes back afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise Interrupted(signum)
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

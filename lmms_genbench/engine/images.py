@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import io
 import os
-import threading
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from PIL import Image, ImageFile, UnidentifiedImageError
+from PIL import Image, UnidentifiedImageError
 
 # Seeds larger than this are downscaled before they are stored: describers and
 # encoders resize far below it anyway, and it bounds memory per chain.
@@ -20,20 +18,12 @@ class BadImageError(ValueError):
     """The input cannot be used as a seed image; the message says why."""
 
 
-_STRICT_LOCK = threading.Lock()
-
-
-@contextmanager
 def _strict_decoding():
     # lmms-eval sets PIL's LOAD_TRUNCATED_IMAGES globally at import, which would
     # score a truncated file as a half-grey picture; decode seeds strictly.
-    with _STRICT_LOCK:
-        previous = ImageFile.LOAD_TRUNCATED_IMAGES
-        ImageFile.LOAD_TRUNCATED_IMAGES = False
-        try:
-            yield
-        finally:
-            ImageFile.LOAD_TRUNCATED_IMAGES = previous
+    from ..hooks.call import strict_image_decoding
+
+    return strict_image_decoding()
 
 
 def _open(source: Any) -> Image.Image:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..core.failures import GenerationFailure, GeneratorConfigError
 from ..core.keys import stable_hash
-
+from ..core.signals import checkpoint, deferred, interrupt_at
 from ..store import ChainFailure, StoreWriter, failure_reason
 from .images import BadImageError, check_utf8, is_blank, normalize_image
 from .planning import ChainState, RunPolicy, Wave, chunked, load_lazy, resume
@@ -101,7 +101,8 @@ class WaveSteps:
 
     def check(self) -> None:
         """Raise what stops the run: a failed store write, or an error from the drawer
-        thread (a generator that no retry fixes, an interrupt)."""
+        thread (a generator that no retry fixes, an interrupt), or a signal held back."""
+        checkpoint()
         self.writer.check()
         for future in [f for f in self._draws if f.done()]:
             self._draws.remove(future)
@@ -225,7 +226,8 @@ class WaveSteps:
         ready = [c for c in wave.chains if c.hop == hop + 1 and c.kind == "image"]
 
         def submit(chains):
-            future = self.drawer.submit(self._draw, hop + 1, list(chains))
+            with deferred():  # a signal inside would leave a started drawer thread unjoined: held to check()
+                future = self.drawer.submit(self._draw, hop + 1, list(chains))
             wave.draws.append(future)
             self._draws.append(future)
 
@@ -254,7 +256,9 @@ class WaveSteps:
                 self._first_describe = False
                 load_lazy(self.describer)  # outside describe time (a vLLM engine starts in ~40 s)
                 t0 = time.perf_counter()
-                texts = self.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
+                with deferred():  # a signal now waits for the answers, which are stored before the run stops
+                    interrupt_at("describe")
+                    texts = self.describer.describe(images, spec.describe_prompt, spec.describer_kwargs)
                 self.stats.described(time.perf_counter() - t0, len(described))
                 del images
                 for chain, text in zip(described, texts):
@@ -268,6 +272,7 @@ class WaveSteps:
                     self._advance(chain, hop, text)
                     if chain.hop == hop + 1:
                         ready.append(chain)
+                checkpoint()  # a signal held back while describing: the answers are queued, stop now
         while ready:
             submit(ready[:batch])
             del ready[:batch]
@@ -278,12 +283,14 @@ class WaveSteps:
     def draw_step(self, wave: Wave, hop: int) -> None:
         """Draw the wave's chains at ``hop`` on the drawer thread, in full generator batches."""
         for chunk in chunked([c for c in wave.chains if c.hop == hop], batch_size_of(self.generator)):
-            future = self.drawer.submit(self._draw, hop, list(chunk))
+            with deferred():  # as in describe_step's submit
+                future = self.drawer.submit(self._draw, hop, list(chunk))
             wave.draws.append(future)
             self._draws.append(future)
 
     def _draw(self, hop: int, chains: list[ChainState]) -> None:
         """On the drawer thread: one generator call for ``chains`` at ``hop``."""
+        interrupt_at("draw")
         prompts, seeds, drawn, chars_cut = [], [], [], []
         for chain in chains:
             description = self._take(chain, hop, "generate")

@@ -220,13 +220,14 @@ class truncation_filter:
         self.filter = _DropTruncationWarning()
 
     def __enter__(self) -> truncation_filter:
-        for log in self.loggers:
-            log.addFilter(self.filter)
+        from ..hooks.call import log_filter
+
+        self._in_place = log_filter([log.name for log in self.loggers], self.filter)
+        self._in_place.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for log in self.loggers:
-            log.removeFilter(self.filter)
+        self._in_place.__exit__(*exc)
 
 
 def _tokenizer_attr(encoder: str) -> str:
@@ -272,21 +273,22 @@ class counted_tokenizers:
     def __init__(self, pipeline: Any, budget: Mapping[str, Any]) -> None:
         self.pipeline = pipeline
         self.calls: dict[str, list[list[int]]] = {encoder: [] for encoder in budget}
-        self._saved: dict[str, Any] = {}
 
     def __enter__(self) -> counted_tokenizers:
+        from ..hooks.call import TARGETS, attributes
+
+        swaps = {}
         for encoder, sink in self.calls.items():
             attr = _tokenizer_attr(encoder)
             tokenizer = getattr(self.pipeline, attr, None)
             if tokenizer is not None:
-                self._saved[attr] = tokenizer
-                object.__setattr__(self.pipeline, attr, _CountingTokenizer(tokenizer, sink))
+                swaps[attr] = _CountingTokenizer(tokenizer, sink)
+        self._in_place = attributes(self.pipeline, swaps, TARGETS["tokenizers"], bypass=True)
+        self._in_place.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for attr, tokenizer in self._saved.items():
-            object.__setattr__(self.pipeline, attr, tokenizer)
-        self._saved.clear()
+        self._in_place.__exit__(*exc)
 
     def cuts(self, prompts: int) -> list[dict[str, int]] | None:
         """Per prompt, each encoder's cut, from its first truncating call over ``prompts`` texts

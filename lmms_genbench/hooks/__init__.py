@@ -16,8 +16,8 @@ __all__ = ["TABLE", "Hook", "changed"]
 
 # a namedtuple, not a dataclass: the start-up line imports this package in every process
 #: target: what is changed, as lmms-eval's module path names it; when: "start-up", "import"
-#: (lasts for the process) or "run" (one of our runs, then undone); scope: for which models or
-#: tasks it acts; why
+#: (lasts for the process), "run" (one of our runs, then undone) or "call" (one call, then undone:
+#: :mod:`.call`); scope: for which models or tasks it acts; why
 Hook = namedtuple("Hook", "target when scope why")
 
 
@@ -46,8 +46,40 @@ TABLE = (
     Hook("torch.set_num_threads", "run",
          "our model types built by a smoke preset (cycle's preset=smoke), OMP_NUM_THREADS unset",
          "tiny random-weight networks only contend for extra threads"),
-    Hook("signal.signal SIGTERM SIGINT", "run", "runs of --model cycle, t2i, chef (main thread)",
-         "a stop in any phase drains queued store writes and ends in one line, exit 128 + signal"),
+    Hook("signal.signal SIGTERM SIGINT", "run",
+         "runs of --model cycle, t2i, chef (main thread), from the model's construction; to the process's end under "
+         "the lmms-eval command",
+         "a stop in any phase drains queued store writes and ends in one line, exit 128 + signal; the one handler"),
+    Hook("logging.setLogRecordFactory", "run", "runs of our model types or tasks; acts on loggers lmms_genbench.*",
+         "a file name, dataset field or answer in our log lines shows control characters and bidi overrides as escapes"),
+    Hook("lmms_eval.evaluator.simple_evaluate", "import",
+         "runs of --model cycle, t2i, chef: the signal handler from the model's construction; keys in --model_args",
+         "a signal at start-up ends in the run's line; lmms-eval writes --model_args into the results file and "
+         "its redaction misses dotted keys (describer.api_key=...)"),
+    Hook("lmms_eval.__main__.cli_evaluate_single", "import",
+         "the lmms-eval command, runs of --model cycle, t2i, chef: the signal handler kept; keys in --model_args",
+         "lmms-eval's closing summary line prints --model_args; one warning line that `ps` shows the key"),
+    Hook("lmms_eval.models module tqdm", "call",
+         "host.generate of a describer (quiet): the tqdm of the module defining the model's generate_until draws nothing",
+         "the engine shows the run's own progress; one bar per describe call would bury it"),
+    Hook("lmms_eval model task_dict", "call",
+         "host.generate and host.loglikelihood: the model instance's task_dict holds the call's docs",
+         "lmms-eval models read a request's images and messages from task_dict, which no task of ours fills"),
+    Hook("lmms_eval model max_new_tokens", "call",
+         "host.generate, models whose class answers max(request, model) (_select_max_new_tokens)",
+         "each request gets its task's own length rather than the model's larger default"),
+    Hook("lmms_eval.models.chat.vllm.VLLM make_one_request", "call",
+         "host.generate on lmms-eval's vllm chat class with PIL images (LMMS_GENBENCH_VLLM_IMAGES=pil)",
+         "images reach vLLM as PIL images, not base64 PNG data URLs encoded and decoded again"),
+    Hook("PIL.ImageFile.LOAD_TRUNCATED_IMAGES", "call",
+         "decoding a seed image (engine.images)",
+         "lmms-eval sets it at import; a truncated seed would be scored as a half-grey picture"),
+    Hook("logging filters of a diffusers pipeline module and transformers.tokenization_utils_base", "call",
+         "drawing with a diffusers pipeline: only its per-batch truncation warnings",
+         "the tokens a prompt loses are counted per hop instead of warned per batch"),
+    Hook("diffusers pipeline tokenizer attributes", "call",
+         "drawing with a diffusers pipeline whose encoders cut prompts: counting stand-ins, past its config",
+         "the tokens each encoder cut are counted on the very text the pipeline passed"),
 )
 
 
@@ -80,4 +112,16 @@ def changed() -> set[str]:
 
     if getattr(signal.getsignal(signal.SIGTERM), "lmms_genbench", False):
         found.add(TABLE[8].target)
+    import logging
+
+    if getattr(logging.getLogRecordFactory(), "lmms_genbench", False):
+        found.add(TABLE[9].target)
+    for hook in TABLE[10:12]:
+        module, _, attribute = hook.target.rpartition(".")
+        owner = sys.modules.get(module)
+        if owner is not None and wrap.is_wrapped(owner, attribute):
+            found.add(hook.target)
+    from .call import active
+
+    found |= active()  # call-scoped changes: counted while in place
     return found

@@ -6,33 +6,30 @@ calls lmms-eval's ``evaluate`` and does nothing else. Otherwise, for that call o
 :func:`scope` puts in place what the run needs and takes all of it off afterwards:
 
 * ``ConfigurableTask.process_results`` (``--model t2i`` only): a doc the model could not draw
-  becomes :class:`~lmms_genbench.host_failures.FailedDoc` values, N/A in the numbers;
+  becomes :class:`~lmms_genbench.hooks.host_failures.FailedDoc` values, N/A in the numbers;
 * ``TaskOutput.calculate_aggregate_metric``: those docs set aside and counted (``t2i``; a task
   whose own aggregation fails without them, as MME's pair check does, gets them back as it
   scored them), and our tasks' per-doc scores written into the logged samples
-  (:mod:`lmms_genbench.host_scores`);
+  (:mod:`lmms_genbench.hooks.host_scores`);
+* a log record factory that makes our own ``logging`` records printable (file names, dataset
+  fields and answers in them: control characters and bidi overrides as escapes);
 * a loguru patcher that masks the environment's secrets in every record, lmms-eval's own lines
   included, and escapes control characters, terminal escape sequences and bidi overrides
   (:func:`~lmms_genbench.core.errors.printable`; our model types only);
 * one torch thread for a model built by a smoke preset (tiny networks: extra threads only
   contend), unless ``OMP_NUM_THREADS`` is set;
-* SIGTERM and SIGINT handlers (our model types, main thread): either signal raises
-  :class:`~lmms_genbench.core.errors.Interrupted` wherever the run is (describing, drawing,
-  scoring), so queued store writes drain on the way out; the run then ends with one line,
-  ``lmms-genbench: interrupted by SIGTERM; rerun the same command to resume``, and exit status
-  128 + the signal's number, no traceback. A later signal while it drains is ignored.
-
-``$LMMS_GENBENCH_INTERRUPT_AT=score`` (tests only) sends the process SIGTERM when our task's
-scoring starts, so a test can interrupt that phase without racing it.
+* (no signal handler of its own: the one SIGTERM/SIGINT handler (:mod:`.signals`) is in place from
+  our model's construction on; an :class:`~lmms_genbench.core.errors.Interrupted` leaving
+  ``evaluate`` ends the process in the run's one line, before lmms-eval's ``simple_evaluate``
+  would hide it). ``$LMMS_GENBENCH_INTERRUPT_AT=score`` (tests only) makes the run send itself
+  SIGTERM when our task's scoring starts (:func:`lmms_genbench.core.signals.interrupt_at`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +74,9 @@ def install() -> bool:
             except KeyboardInterrupt as exc:
                 if run.model is None:
                     raise
-                _exit_interrupted(exc)
+                from .signals import exit_interrupted
+
+                exit_interrupted(exc)
 
         return evaluate
 
@@ -102,12 +101,11 @@ def scope(run: Run) -> Iterator[Run]:
         if run.model == "t2i":
             undo.append(_wrap_process_results(run))
         undo.append(_wrap_aggregation(run))
+        undo.append(_printable_records(run))
         if run.model is not None:
             undo.append(_mask_secrets(run))
         if run.one_thread:
             undo.append(_one_thread(run))
-        if run.model is not None:
-            undo.append(_handle_signals(run))
         yield run
     finally:
         for step in reversed([u for u in undo if u is not None]):
@@ -119,7 +117,7 @@ def scope(run: Run) -> Iterator[Run]:
 def _wrap_process_results(run: Run):
     from lmms_eval.api.task import ConfigurableTask
 
-    from .. import host_failures
+    from . import host_failures
 
     def hooked(original):
         def process_results(self, doc, results, *args, **kwargs):
@@ -142,13 +140,15 @@ def _wrap_process_results(run: Run):
 def _wrap_aggregation(run: Run):
     from lmms_eval.evaluator_utils import TaskOutput
 
-    from .. import host_failures, host_scores
+    from . import host_failures, host_scores
 
     def hooked(original):
         def calculate_aggregate_metric(self, *args, **kwargs):
             now = current()
             if now is not None and is_our_task(getattr(self, "task", None)):
-                _interrupt_at("score")
+                from ..core.signals import interrupt_at
+
+                interrupt_at("score")
             t2i = now is not None and now.model == "t2i"
             held = host_failures.set_aside(self) if t2i else None
             try:
@@ -212,6 +212,36 @@ def _mask_secrets(run: Run):
     return undo
 
 
+def _printable_records(run: Run):
+    """Our own ``logging`` records (loggers ``lmms_genbench.*``) made printable: a file name, a
+    dataset field or a model's answer in a log line shows control characters and bidi overrides
+    as escapes (issue 43), as lmms-eval's loguru lines do under :func:`_mask_secrets`."""
+    import logging
+
+    from ..core.errors import printable
+
+    before = logging.getLogRecordFactory()
+
+    def factory(*args, **kwargs):
+        record = before(*args, **kwargs)
+        if record.name.startswith("lmms_genbench"):
+            try:
+                record.msg, record.args = printable(record.getMessage()), ()
+            except Exception:  # a record whose arguments do not format: logging reports it as before
+                pass
+        return record
+
+    factory.lmms_genbench = True
+    logging.setLogRecordFactory(factory)
+    run.changed.append("logging.setLogRecordFactory")
+
+    def undo():
+        if logging.getLogRecordFactory() is factory:
+            logging.setLogRecordFactory(before)
+
+    return undo
+
+
 def _one_thread(run: Run):
     torch = sys.modules.get("torch")
     if torch is None:
@@ -220,53 +250,3 @@ def _one_thread(run: Run):
     torch.set_num_threads(1)
     run.changed.append("torch.set_num_threads")
     return lambda: torch.set_num_threads(before)
-
-
-#: tests only: the phase at which a run sends itself SIGTERM (``score``)
-INTERRUPT_AT_ENV = "LMMS_GENBENCH_INTERRUPT_AT"
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-def _interrupt_at(phase: str) -> None:
-    if os.environ.get(INTERRUPT_AT_ENV) == phase:
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _handle_signals(run: Run):
-    """SIGTERM and SIGINT raise :class:`Interrupted` for the whole run (see the module docstring)."""
-    from ..core.errors import Interrupted
-
-    if threading.current_thread() is not threading.main_thread():
-        return None  # Python delivers signals to the main thread only
-    fired = []
-
-    def interrupt(signum, frame):
-        if fired:
-            return  # draining after the first one: finish the writes
-        fired.append(signum)
-        raise Interrupted(signum)
-
-    interrupt.lmms_genbench = True
-    before = {s: signal.signal(s, interrupt) for s in SIGNALS}
-    run.changed.append("signal.signal SIGTERM SIGINT")
-
-    def undo():
-        for s, handler in before.items():
-            signal.signal(s, handler)
-
-    return undo
-
-
-def _exit_interrupted(exc: BaseException) -> None:
-    """End the process: one line, exit status 128 + signum, no traceback. ``os._exit``: lmms-eval's
-    worker threads would hold a normal exit, and the store's writes are drained already."""
-    from ..core.errors import Interrupted
-
-    if not isinstance(exc, Interrupted):
-        exc = Interrupted(signal.SIGINT)  # Ctrl-C outside our handler (Python's own KeyboardInterrupt)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    sys.stderr.write(exc.line() + "\n")
-    sys.stderr.flush()
-    os._exit(128 + exc.signum)

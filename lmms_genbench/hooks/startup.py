@@ -6,9 +6,9 @@ lmms-eval 0.7.3 loads its ``lmms_eval.models`` entry point (:func:`lmms_genbench
 while ``lmms_eval.models`` is imported, before ``lmms_eval.tasks`` or ``lmms_eval.evaluator``
 exist, and ``lmms-eval tasks list`` never imports ``lmms_eval.models`` at all. So :func:`watch`
 (called by the entry point and by the wheel's ``lmms_genbench.pth`` start-up line) puts one
-``sys.meta_path`` finder in front that ignores every module but those two; right after one of
-them has executed it installs that module's hook, and once both are done the finder removes
-itself. Its cost at start-up is importing this module (no third-party import) and a name check
+``sys.meta_path`` finder in front that ignores every module but those two (and
+``lmms_eval.__main__``, the ``lmms-eval`` command's module); right after one of them has executed
+it installs that module's hook, and once all are done the finder removes itself. Its cost at start-up is importing this module (no third-party import) and a name check
 per import. Every hook is idempotent and reduced to a warning when lmms-eval lacks what it
 wraps: ``--include_path <TASKS_DIR>`` always works.
 """
@@ -21,7 +21,7 @@ import warnings
 
 from .scope import TASKS_DIR
 
-__all__ = ["WATCHED", "add_model_names", "install_run_hook", "install_task_path", "watch"]
+__all__ = ["WATCHED", "add_model_names", "install_run_hook", "install_summary_mask", "install_task_path", "watch"]
 
 
 def install_task_path() -> bool:
@@ -51,8 +51,18 @@ def install_task_path() -> bool:
 
 
 def install_run_hook() -> bool:
-    """:func:`lmms_genbench.hooks.run.install`: the evaluate wrapper."""
+    """:func:`lmms_genbench.hooks.run.install`: the evaluate wrapper; and the ``simple_evaluate``
+    wrapper that installs our signal handler and masks keys given in ``--model_args`` (:mod:`.entry`)."""
     from .run import install
+    from .entry import install_config_mask
+
+    return install() & install_config_mask()
+
+
+def install_summary_mask() -> bool:
+    """:func:`lmms_genbench.hooks.entry.install_summary_mask`: the ``lmms-eval`` command's
+    closing summary line without the keys given in ``--model_args``."""
+    from .entry import install_summary_mask as install
 
     return install()
 
@@ -72,7 +82,13 @@ WATCHED = {
     "lmms_eval.tasks": (install_task_path, f"lmms-eval does not see our tasks; pass --include_path {TASKS_DIR}"),
     "lmms_eval.evaluator": (install_run_hook, ("runs of our models and tasks go without their hooks: no per-doc "
                                                "scores for --baseline, t2i's failed drawings scored as missing images")),
+    "lmms_eval.__main__": (install_summary_mask, ("a key given in --model_args shows in lmms-eval's closing summary "
+                                                  "line; a signal while results are saved ends without its line")),
 }
+
+
+#: the ``lmms-eval`` command's module: hooked when it is imported before the other two are done
+_COMMAND = "lmms_eval.__main__"
 
 
 def _install(module: str) -> None:
@@ -112,7 +128,8 @@ class _AfterImport:
         def exec_module(module):
             execute(module)
             self.pending.discard(name)
-            if not self.pending and self in sys.meta_path:
+            # the command's module imports the other two: found before they are done, or never
+            if not self.pending - {_COMMAND} and self in sys.meta_path:
                 sys.meta_path.remove(self)
             _install(name)
 

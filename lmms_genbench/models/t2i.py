@@ -7,7 +7,7 @@ one path per image of the doc (``num_images_per_prompt``), in seed order. The
 files keep the layout of lmms-eval's own ``wan2_1_t2i``. A doc that could not be
 drawn answers in the same shape with the images that were written (usually none)
 plus ``"status": "failed"``, the ``reason`` and the ``doc_id``. lmms-eval's tasks would
-score it as a missing image (WISE: 0); :mod:`lmms_genbench.host_failures` makes its values
+score it as a missing image (WISE: 0); :mod:`lmms_genbench.hooks.host_failures` makes its values
 N/A instead, leaves it out of the task's numbers and counts it in ``n_failed``; the reason
 stays in the samples file.
 """

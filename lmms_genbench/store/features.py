@@ -8,9 +8,14 @@ item's content hash (an image file's bytes, a text's UTF-8). Items with the same
 one file whatever chain, describer or generator they belong to, so seeds shared by several
 describer x generator pairs are embedded once.
 
-A file is ``MAGIC``, one JSON header line (item hash, network key, dtype, shape, the payload's
-sha256, a few extras such as whether a text was cut) and the raw array; an item a network
-computed twice with different bytes is marked unstable and never served. It is written to a
+A file is ``MAGIC``, a checksum line (``sha256 <hex>``: the sha256 of everything after it), one
+JSON header line (item hash, network key, dtype, shape, a few extras such as whether a text was
+cut) and the raw array. A file is trusted only whole (issue 43): the checksum covers the header
+and the payload, so one flipped bit of either is a miss; the header's item and network must be
+the ones asked for, and its dtype and shape what the reader expects (:meth:`FeatureStore.get`'s
+``dtype``/``shape``): any mismatch is counted in :attr:`FeatureStore.corrupt` and recomputed,
+never served. An item a network computed twice with different bytes is marked unstable and never
+served. It is written to a
 temporary sibling and renamed (two processes on one store at worst both write the same
 values), without fsync: a file cut by a crash, truncated or edited fails its checks and is a
 miss, recomputed and rewritten, never trusted.
@@ -26,15 +31,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .verify import keeps_records
+from .verify import records_kept
 
-__all__ = ["FEATURES", "FORMAT", "MAGIC", "UNSTABLE", "FeatureStore", "feature_root", "network_key"]
+__all__ = ["FEATURES", "FORMAT", "MAGIC", "UNSTABLE", "FeatureStore", "check_feature_file", "feature_root", "network_key",
+           "verify_features"]
 
 #: the folder under the store root
 FEATURES = ".features"
-#: bumped when what a file means changes (every old file then misses)
-FORMAT = 1
-MAGIC = b"LGBFEAT1\n"
+#: bumped when what a file means changes (every old file then misses: another network key)
+FORMAT = 2
+MAGIC = b"LGBFEAT2\n"
+_CHECK = b"sha256 "
 #: the extra of an item computed twice with different bytes (never served; :meth:`FeatureStore.put`)
 UNSTABLE = "unstable"
 _SUFFIX = ".feat"
@@ -51,7 +58,7 @@ def feature_root(namespace: str | os.PathLike) -> Path:
     <protocol>``) when the namespace is one the engine wrote (its format marker), so every pair
     shares them; else beside the namespace's own chains."""
     namespace = Path(namespace)
-    if keeps_records(namespace) and len(namespace.parents) >= 3:
+    if records_kept(namespace) and len(namespace.parents) >= 3:
         return namespace.parents[2] / FEATURES
     return namespace / FEATURES
 
@@ -65,70 +72,56 @@ class FeatureStore:
         self.folder = Path(root) / self.key
         self._lock = threading.Lock()
         self._described = False
-        #: files found corrupt (read as misses, rewritten)
+        #: files found corrupt or not what the reader expected (read as misses, rewritten)
         self.corrupt = 0
+        #: why the first write failed (read-only, disk full, ``.features`` a file), or None
+        self.unwritable: str | None = None
 
     def path(self, item: str) -> Path:
         return self.folder / item[:2] / f"{item}{_SUFFIX}"
 
-    def get(self, item: str) -> tuple[Any, dict[str, Any]] | None:
-        """``(array, extras)`` stored for ``item`` (its content hash), or None: absent or failing
-        its checks (counted in :attr:`corrupt`)."""
+    def get(self, item: str, dtype: Any = None, shape: tuple[int | None, ...] | None = None
+            ) -> tuple[Any, dict[str, Any]] | None:
+        """``(array, extras)`` stored for ``item`` (its content hash), or None: absent, or
+        failing its checks (checksum, item, network; ``dtype`` and ``shape``, where given, are
+        what the reader expects: a None length is any length). A file failing them is counted
+        in :attr:`corrupt`; an unstable item is not."""
         try:
             with open(self.path(item), "rb") as fh:
                 blob = fh.read()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
         except OSError:
             return None
-        found = self._decode(item, blob)
-        if found is None:
-            with self._lock:
-                self.corrupt += 1
-        elif found[1].get(UNSTABLE):
+        found = decode(blob, item, self.key)
+        if found is not None and found[1].get(UNSTABLE):
+            return None
+        if found is None or not expected(found[0], dtype, shape):
+            self.count_corrupt()
             return None
         return found
 
-    def get_many(self, items: Iterable[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
+    def get_many(self, items: Iterable[str], dtype: Any = None, shape: tuple[int | None, ...] | None = None
+                 ) -> dict[str, tuple[Any, dict[str, Any]]]:
         out = {}
         for item in items:
             if item not in out:
-                found = self.get(item)
+                found = self.get(item, dtype, shape)
                 if found is not None:
                     out[item] = found
         return out
 
-    def _decode(self, item: str, blob: bytes) -> tuple[Any, dict[str, Any]] | None:
-        import numpy as np
-
-        if not blob.startswith(MAGIC):
-            return None
-        end = blob.find(b"\n", len(MAGIC))
-        if end < 0:
-            return None
-        try:
-            head = json.loads(blob[len(MAGIC) : end].decode("utf-8"))
-            payload = blob[end + 1 :]
-            dtype = np.dtype(head["dtype"])
-            shape = tuple(int(n) for n in head["shape"])
-            if head["item"] != item or head["network"] != self.key:
-                return None
-            if len(payload) != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
-                return None
-            if hashlib.sha256(payload).hexdigest() != head["sha256"]:
-                return None
-            array = np.frombuffer(payload, dtype=dtype).reshape(shape).copy()
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            return None
-        return array, dict(head.get("extras") or {})
+    def count_corrupt(self, n: int = 1) -> None:
+        """Count files refused (also by a reader after :meth:`get`: rows of one call that disagree)."""
+        with self._lock:
+            self.corrupt += n
 
     def put(self, item: str, array: Any, extras: Mapping[str, Any] | None = None) -> bool:
         """Store ``array`` for ``item``; False when the store cannot be written (read-only:
-        scoring goes on, the features are recomputed next time).
+        scoring goes on, the features are recomputed next time; :attr:`unwritable` says why).
 
-        Where ``item`` is stored already with other bytes (a network whose row for an item
-        depends on the rest of its batch), the file becomes an :data:`UNSTABLE` marker: never
-        served again, so every batch holding the item is computed as without the cache."""
+        Where ``item`` is stored already, whole and of the same dtype and shape, with other bytes
+        (a network whose row for an item depends on the rest of its batch), the file becomes an
+        :data:`UNSTABLE` marker: never served again, so every batch holding the item is computed
+        as without the cache. A damaged or mismatched file is replaced."""
         import numpy as np
 
         array = np.ascontiguousarray(array)
@@ -137,21 +130,19 @@ class FeatureStore:
         except OSError:
             old = None
         if old is not None:
-            known = self._decode(item, old)
-            if known is not None and (known[1].get(UNSTABLE) or known[0].tobytes() == array.tobytes()):
-                return True  # the same row, or known unstable: nothing to write
-            if known is not None:
+            known = decode(old, item, self.key)
+            if known is not None and known[1].get(UNSTABLE):
+                return True  # known unstable: nothing to write
+            if known is not None and expected(known[0], array.dtype, array.shape):
+                if known[0].tobytes() == array.tobytes():
+                    return True  # the same row: nothing to write
                 array, extras = np.zeros(0, np.float32), {UNSTABLE: True}
-        payload = array.tobytes()
-        head = {
-            "item": item, "network": self.key, "dtype": array.dtype.str, "shape": list(array.shape),
-            "sha256": hashlib.sha256(payload).hexdigest(), "extras": dict(extras or {}),
-        }
-        blob = MAGIC + json.dumps(head, sort_keys=True).encode("utf-8") + b"\n" + payload
         try:
             self._describe()
-            _replace(self.path(item), blob)
-        except OSError:
+            _replace(self.path(item), encode(item, self.key, array, extras))
+        except OSError as exc:
+            with self._lock:
+                self.unwritable = self.unwritable or (exc.strerror or str(exc))
             return False
         return True
 
@@ -165,6 +156,104 @@ class FeatureStore:
         if not target.is_file():
             blob = json.dumps({"format": FORMAT, **self.identity}, indent=2, sort_keys=True, default=str).encode("utf-8")
             _replace(target, blob)
+
+
+def encode(item: str, network: str, array: Any, extras: Mapping[str, Any] | None = None) -> bytes:
+    """A feature file's bytes: magic, checksum line, header line, payload (module docstring)."""
+    import numpy as np
+
+    array = np.ascontiguousarray(array)
+    head = {"item": item, "network": network, "dtype": array.dtype.str, "shape": list(array.shape),
+            "extras": dict(extras or {})}
+    body = json.dumps(head, sort_keys=True).encode("utf-8") + b"\n" + array.tobytes()
+    return MAGIC + _CHECK + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n" + body
+
+
+def decode(blob: bytes, item: str | None, network: str | None) -> tuple[Any, dict[str, Any]] | None:
+    """``(array, extras)`` of a whole file whose header names ``item`` and ``network`` (None:
+    any), or None when a check fails (magic, the checksum over header and payload, size)."""
+    import numpy as np
+
+    start = len(MAGIC) + len(_CHECK)
+    end = blob.find(b"\n", start)
+    if not blob.startswith(MAGIC + _CHECK) or end < 0:
+        return None
+    body = blob[end + 1:]
+    if hashlib.sha256(body).hexdigest().encode("ascii") != blob[start:end]:
+        return None
+    cut = body.find(b"\n")
+    try:
+        head = json.loads(body[:cut].decode("utf-8"))
+        payload = body[cut + 1:]
+        dtype = np.dtype(head["dtype"])
+        shape = tuple(int(n) for n in head["shape"])
+        if (item is not None and head["item"] != item) or (network is not None and head["network"] != network):
+            return None
+        if cut < 0 or len(payload) != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
+            return None
+        array = np.frombuffer(payload, dtype=dtype).reshape(shape).copy()
+        extras = dict(head.get("extras") or {})
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError):
+        return None
+    return array, extras
+
+
+def expected(array: Any, dtype: Any, shape: tuple[int | None, ...] | None) -> bool:
+    """Whether ``array`` has the ``dtype`` (byte order included) and ``shape`` a reader expects
+    (None: anything; a None length in ``shape``: any length)."""
+    import numpy as np
+
+    if dtype is not None and array.dtype.str != np.dtype(dtype).str:
+        return False
+    return shape is None or (array.ndim == len(shape) and
+                             all(n is None or n == m for n, m in zip(shape, array.shape)))
+
+
+def check_feature_file(path: Path, network: str) -> str | None:
+    """Why a file in a network key's folder is not a whole feature file of its own name and key
+    (``store verify``), or None when it is."""
+    try:
+        blob = path.read_bytes()
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or exc})"
+    if not path.name.endswith(_SUFFIX) or decode(blob, path.name[: -len(_SUFFIX)], network) is None:
+        return "fails its checks (the checksum over header and payload, its item, network or size)"
+    return None
+
+
+def verify_features(root: str | os.PathLike, repair: bool = False) -> dict[str, Any]:
+    """Every feature file under ``root``'s ``.features`` folders checked whole (``store verify``):
+    ``{"files", "bad": [(path, why)], "removed", "outdated": [folders of another FORMAT, never
+    read]}``. ``repair`` removes the bad files (the next scoring pass recomputes them)."""
+    report: dict[str, Any] = {"files": 0, "bad": [], "removed": 0, "outdated": []}
+    for directory, subdirs, _ in os.walk(root):
+        if FEATURES not in subdirs:
+            continue
+        for key in sorted(os.listdir(Path(directory) / FEATURES)):
+            folder = Path(directory) / FEATURES / key
+            if not folder.is_dir():
+                continue
+            try:
+                fmt = json.loads((folder / "identity.json").read_text(encoding="utf-8")).get("format")
+            except (OSError, ValueError, AttributeError):
+                fmt = None
+            if fmt is not None and fmt != FORMAT:
+                report["outdated"].append(folder)
+                continue
+            for path in sorted(folder.glob(f"*/*{_SUFFIX}")):
+                report["files"] += 1
+                why = check_feature_file(path, key)
+                if why is None:
+                    continue
+                report["bad"].append((path, why))
+                if repair:
+                    try:
+                        path.unlink()
+                        report["removed"] += 1
+                    except OSError:
+                        pass
+        subdirs[:] = [d for d in subdirs if d != FEATURES]
+    return report
 
 
 def _replace(path: Path, blob: bytes) -> None:

@@ -12,6 +12,9 @@ the file and its line) is unverified and refused like an edited one. A namespace
 marker was written before records existed: a hop with no line is trusted once it decodes (a PNG
 that loads, a UTF-8 text that is not empty and not a failure marker) and its line is added; the
 marker follows once every chain there is recorded (``store verify --repair`` records them all).
+A namespace that lost its marker while its chains kept records (a record line written while the
+marker was there holds ``"marked": true``) is treated as marked, and ``store verify`` says so
+(issue 43).
 That mode cannot tell a text edited while its records were missing (docs/outputs.md).
 
 Records are appended on a fresh line; a torn or unreadable line is reported
@@ -45,10 +48,12 @@ QUARANTINE = "quarantine"
 #: the namespace's format marker: its chains keep records, so a hop without one is refused
 STORE_FORMAT = "store.json"
 _FORMAT_BLOB = b'{"records": 1}\n'
+#: a record's field: written while the namespace had its marker (so a lost marker is seen)
+_MARKED = "marked"
 _SUFFIX = {"image": "png", "text": "txt"}
 
 __all__ = [
-    "RECORDS", "QUARANTINE", "STORE_FORMAT", "ChainCheck", "keeps_records", "mark_records", "append_record", "check_chain", "hop_files", "sha256_file",
+    "RECORDS", "QUARANTINE", "STORE_FORMAT", "ChainCheck", "keeps_records", "mark_records", "lost_markers", "marker_lost", "records_kept", "append_record", "check_chain", "hop_files", "sha256_file",
     "text_cut_summary",
 ]
 
@@ -67,7 +72,10 @@ def append_record(directory: Path, hop: int, sha: str, input_sha: str | None, no
     """Record hop ``hop``'s hash; one short line in append mode, on a fresh line even after a torn
     one. ``note``: extra fields, such as ``cut`` of a drawn hop (:func:`text_cut_summary`).
     ``mark``: a chain's first record tries to mark its namespace (:func:`mark_records`)."""
-    line = json.dumps({**(note or {}), "hop": hop, "sha256": sha, "input": input_sha}, sort_keys=True) + "\n"
+    fields = {**(note or {}), "hop": hop, "sha256": sha, "input": input_sha}
+    if keeps_records(directory.parent):  # the witness that outlives a lost marker (marker_lost)
+        fields[_MARKED] = True
+    line = json.dumps(fields, sort_keys=True) + "\n"
     with open(directory / RECORDS, "a+b") as fh:
         end = fh.seek(0, os.SEEK_END)
         if end:
@@ -82,6 +90,36 @@ def append_record(directory: Path, hop: int, sha: str, input_sha: str | None, no
 def keeps_records(namespace: Path) -> bool:
     """Whether ``namespace``'s chains keep records (its :data:`STORE_FORMAT` marker)."""
     return (Path(namespace) / STORE_FORMAT).is_file()
+
+
+def marker_lost(namespace: Path, siblings: int = 16) -> bool:
+    """Whether ``namespace`` lost its format marker while its chains kept records: no marker,
+    but a chain's records hold a line written while the marker was there (``"marked"``; a
+    namespace from before records never has one). Looks at the first ``siblings`` chains that
+    have records: in a marked namespace every line after a chain's first has the field."""
+    namespace = Path(namespace)
+    if keeps_records(namespace):
+        return False
+    seen = 0
+    try:
+        entries = sorted(e.name for e in os.scandir(namespace) if e.is_dir() and e.name != QUARANTINE)
+    except OSError:
+        return False
+    for name in entries:
+        records, _ = read_records_checked(namespace / name)
+        if not records:
+            continue
+        if any(r.get(_MARKED) for r in records.values()):
+            return True
+        seen += 1
+        if seen >= siblings:
+            break
+    return False
+
+
+def records_kept(namespace: Path) -> bool:
+    """Whether ``namespace``'s chains keep records: its marker, or a lost one (:func:`marker_lost`)."""
+    return keeps_records(namespace) or marker_lost(namespace)
 
 
 def mark_records(namespace: Path) -> bool:
@@ -222,6 +260,8 @@ def check_chain(
         except OSError:
             pass
     strict = keeps_records(directory.parent)
+    if not strict and any(h not in records for h in files):  # only then: looks at the siblings
+        strict = marker_lost(directory.parent)
     prev: str | None = None
     hop = 0
     end = max(files, default=-1) if last_hop is None else last_hop
@@ -313,6 +353,12 @@ def chain_folders(root: Path):
         subdirs[:] = [d for d in subdirs if d not in (QUARANTINE, ".features")]  # features.FEATURES: no chains there
         if RECORDS in files or any(f[:3].isdigit() and f[3:] in (".png", ".txt") for f in files):
             yield Path(directory)
+
+
+def lost_markers(root: Path) -> list[Path]:
+    """The namespaces under ``root`` that lost their format marker while their chains kept
+    records (:func:`marker_lost`), for ``store verify`` to say so before it checks them."""
+    return [ns for ns in sorted({folder.parent for folder in chain_folders(root)}) if marker_lost(ns)]
 
 
 def verify_store(root: Path, repair: bool = False):

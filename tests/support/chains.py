@@ -94,15 +94,17 @@ def store_report(gc=0.8):
     }
 
 
-def write_run(root, name, *, report=None, model_args="preset=smoke", gc=0.8, texts=("a red cup", "a cup")):
+def write_run(root, name, *, report=None, model_args="preset=smoke", gc=0.8, texts=("a red cup", "a cup"),
+              ids=("a", "b", "c")):
     """One run of task ``t``: chains a, b (complete) and c (failed), its results file,
-    samples file and store report. ``report=False`` leaves the report of today's
-    stores (no intervals, estimators or doc_scores)."""
+    samples file and store report (``ids``: the chains' ids, e.g. file names). ``report=False``
+    leaves the report of today's stores (no intervals, estimators or doc_scores)."""
     root = Path(root)
+    a, b, c = ids
     chains = [
-        write_chain(root, "a", "image_first", [(200, 0, 0), texts[0], (190, 10, 0), texts[1], (180, 20, 0)], namespace=name),
-        write_chain(root, "b", "image_first", [(0, 0, 200), "blue", (0, 10, 190), "blue sky", (0, 20, 180)], namespace=name),
-        write_chain(root, "c", "image_first", [(0, 200, 0), "green", (0, 190, 0)], namespace=name, length=4,
+        write_chain(root, a, "image_first", [(200, 0, 0), texts[0], (190, 10, 0), texts[1], (180, 20, 0)], namespace=name),
+        write_chain(root, b, "image_first", [(0, 0, 200), "blue", (0, 10, 190), "blue sky", (0, 20, 180)], namespace=name),
+        write_chain(root, c, "image_first", [(0, 200, 0), "green", (0, 190, 0)], namespace=name, length=4,
                     failure=(3, "generate", "generator refused the prompt")),
     ]
     out = root / f"out-{name}"

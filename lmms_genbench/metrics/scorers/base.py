@@ -250,7 +250,7 @@ class ChainScorer:
         records = [item.record for item in items]
         report = self.report(records)
         # each doc's share of the headline travels on its item, from the report it belongs to
-        # (read by lmms_genbench.host_scores after lmms-eval's aggregation)
+        # (read by lmms_genbench.hooks.host_scores after lmms-eval's aggregation)
         host = self.scores_by_record(records, report)
         for item in items:
             item.host = host.get(host_key(item.record))

@@ -3,7 +3,7 @@ carries per metric, and the sorting of records into chains to score and counted 
 
 A record is a few hundred bytes (ids, status, the store namespace, a few doc fields); texts
 and images stay in the store. Each :class:`MetricItem` carries, once its scorer aggregated it,
-the chain's own score, which :mod:`lmms_genbench.host_scores` hands to lmms-eval.
+the chain's own score, which :mod:`lmms_genbench.hooks.host_scores` hands to lmms-eval.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class MetricItem:
     (so one ``aggregate`` serves every metric) and the doc's record (shared, not copied).
     ``host`` is set by the scorer's ``aggregate`` from the report it just computed: the
     doc's score, its cluster and the headline metric they make up (None: not scored), which
-    :mod:`lmms_genbench.host_scores` gives lmms-eval's samples."""
+    :mod:`lmms_genbench.hooks.host_scores` gives lmms-eval's samples."""
 
     __slots__ = ("metric", "record", "host")
 

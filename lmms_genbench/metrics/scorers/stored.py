@@ -188,11 +188,26 @@ class FeatureSource:
             self.counts["from_store"] += stored
             self.counts["computed"] += computed
 
+    def unwritable(self, store: FeatureStore) -> None:
+        """A write failed: said once per process and cache folder (one warning line), and in
+        the report's ``cache`` field (:meth:`summary`); scoring goes on without keeping features."""
+        from ...core import state
+
+        state.remember(("feature cache unwritable", str(self.root)), lambda: logger.warning(
+            "feature cache: cannot write under %s (%s); features are computed and not kept", self.root,
+            store.unwritable) or True)
+
+    def _cache_state(self) -> str:
+        if not self.on:
+            return f"off ({ENV_FEATURE_CACHE}=0)" if not cache_enabled() else "off"
+        failed = next((s.unwritable for s in self._stores if s.unwritable), None)
+        return "on" if failed is None else f"read-only (cannot write under {self.root}: {failed})"
+
     def summary(self) -> dict[str, Any]:
         """The report's ``features`` entry."""
         with self._lock:
             return {
-                "cache": "on" if self.on else f"off ({ENV_FEATURE_CACHE}=0)" if not cache_enabled() else "off",
+                "cache": self._cache_state(),
                 "from_store": self.counts["from_store"],
                 "computed": self.counts["computed"],
                 "corrupt_recomputed": sum(s.corrupt for s in self._stores),
@@ -265,7 +280,13 @@ class StoredNetwork:
             out = self._call(method, self._inputs(items))
             self._source._count(0, len(items))
             return out
-        found = {} if self._source._wrote_any(self._store, keys) else self._store.get_many(keys)
+        found = {} if self._source._wrote_any(self._store, keys) else self._store.get_many(keys, np.float32, (None,))
+        shapes = Counter(found[k][0].shape for k in found)
+        if len(shapes) > 1:  # rows of one network that disagree on their length: the odd ones are refused
+            common = shapes.most_common(1)[0][0]
+            odd = [k for k in found if found[k][0].shape != common]
+            self._store.count_corrupt(len(odd))
+            found = {k: v for k, v in found.items() if v[0].shape == common}
         if all(k in found for k in keys):
             counts: Counter[str] = Counter()
             for k in keys:
@@ -277,7 +298,9 @@ class StoredNetwork:
         flags = self._cut_flags(items, cut)
         if flags is not None:
             for key, row, extras in zip(keys, emb, flags):
-                self._store.put(key, row, extras)
+                if not self._store.put(key, row, extras):
+                    self._source.unwritable(self._store)
+                    break
             self._source._wrote(self._store, keys)
         self._source._count(0, len(items))
         return emb, cut

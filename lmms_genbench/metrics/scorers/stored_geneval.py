@@ -113,7 +113,7 @@ class StoredGenEval:
         classes = [queried_classes(m) for m in metas]
         files = [self.source.file_key(p) for p in images]
         items = [_item("detections", f, json.dumps(c)) for f, c in zip(files, classes)]
-        found = {} if self.source._wrote_any(store, items) else store.get_many(items)
+        found = {} if self.source._wrote_any(store, items) else store.get_many(items, np.float64, (None, 7))
         pictures: list[Any] = [None] * len(images)
         if all(k in found for k in items):
             detections = [self._decode(*found[k]) for k in items]
@@ -124,7 +124,9 @@ class StoredGenEval:
             detections = detect_all(self.detector.network(), pictures, classes)
             sizes = [p.size for p in pictures]
             for key, dets, size in zip(items, detections, sizes):
-                store.put(key, *self._encode(dets, size))
+                if not store.put(key, *self._encode(dets, size)):
+                    self.source.unwritable(store)
+                    break
             self.source._wrote(store, items)
             self.source._count(0, len(items))
         results = []
@@ -142,8 +144,8 @@ class StoredGenEval:
             store = self.colors.store
             key = _item("colors", file, cls, _boxes_key(boxes))
             if store is not None and not self.source._wrote_any(store, [key]):
-                found = store.get(key)
-                if found is not None and len(found[0]) == len(boxes):
+                found = store.get(key, np.int16, (len(boxes),))
+                if found is not None:
                     self.source._count(1, 0)
                     return [self._colors[int(c)] for c in found[0]]
             if pictures[i] is None:
@@ -152,7 +154,8 @@ class StoredGenEval:
             if store is not None:
                 index = np.asarray([self._colors.index(c) if c in self._colors else -1 for c in answer], np.int16)
                 if (index >= 0).all():
-                    store.put(key, index)
+                    if not store.put(key, index):
+                        self.source.unwritable(store)
                     self.source._wrote(store, [key])
             self.source._count(0, 1)
             return answer

@@ -92,7 +92,7 @@ def process_results(doc, results):
     """Each metric gets ``(its name, the doc's record)``, so one ``aggregate`` serves all."""
     resp = results[0] if results else None
     rec = score_record(resp if isinstance(resp, str) else None, doc["answer"], doc["level"], doc["aspect"], doc["capability"])
-    # the doc's share of acc, for lmms-eval's --baseline (lmms_genbench.host_scores)
+    # the doc's share of acc, for lmms-eval's --baseline (lmms_genbench.hooks.host_scores)
     rec["score"] = float(rec["correct"])
     return {m: (m, rec) for m in METRICS}
 

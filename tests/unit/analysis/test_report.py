@@ -13,6 +13,7 @@ import time
 from html.parser import HTMLParser
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from lmms_genbench.analysis.gallery import DocScores, Thumbnails
@@ -124,6 +125,22 @@ def test_the_page_is_self_contained_escaped_and_folds_long_texts(tmp_path):
     images = [a for t, a in tags if t == "img" and "data-thumb" in a]
     assert len(images) == 2 * 3 + 2  # chains a and b: 3 images each; c: 2 before it failed
     assert {a["data-thumb"] for a in images} == set(_thumbs(html))
+
+
+HOSTILE = "cat\x1b[31m\x07\u202egnp.exe<script>alert(1)</script>"
+
+
+@pytest.mark.parametrize("where", [0, 2])  # a complete chain (card), the failed one (card, failed-docs table)
+def test_a_hostile_file_name_is_shown_escaped_everywhere(tmp_path, where):
+    """Issue 43: an image file name (the chain's id) holding ESC, BEL, U+202E and <script>
+    reaches the page nowhere raw: not in the failed-docs table, a chain card or a data-id."""
+    ids = ["a", "b", "c"]
+    ids[where] = HOSTILE.replace("/", "_")
+    html = render(build_context([load_run(write_run(tmp_path, "r1", ids=tuple(ids)))])[0])
+    assert not [ch for ch in "\x1b\x07\u202e" if ch in html]
+    assert "<script>alert" not in html
+    assert "cat\\x1b[31m\\x07\\u202egnp.exe&lt;script&gt;" in html  # visible escapes, HTML-escaped
+    assert 'data-id="cat\\x1b[31m\\x07\\u202egnp.exe&lt;script&gt;' in html
 
 
 def test_a_missing_image_is_named_not_a_broken_image(tmp_path):

@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from lmms_genbench.chef import recipe
-from lmms_genbench.core import state
-from lmms_genbench.hooks import run, scope
+from lmms_genbench.core import secrets, signals, state
+from lmms_genbench.hooks import call, run, scope
 from lmms_genbench.metrics.networks import loading
 from lmms_genbench.metrics.scorers import reports
 from lmms_genbench.store import held
@@ -38,6 +38,9 @@ def _fill_every_slot(tmp_path):
     state.slot("warned_ignored", set).add((object, "guidance_rescale"))
     pool_id = recipe.register_pool([{"question": "q"}])
     assert state.remember("a fact", lambda: 42) == 42
+    secrets.remember(["sk-given-on-the-command-line"])
+    assert signals.arrived(15) == "raise"
+    assert call.active() == set()  # counts of call-scoped changes (none in place)
     return network, pool_id
 
 

@@ -12,6 +12,7 @@ import pytest
 from lmms_genbench.hooks import TABLE, Hook, changed
 from lmms_genbench.hooks.run import Run, current, scope
 from lmms_genbench.hooks.scope import is_our_task, model_type, our_tasks
+from lmms_genbench.hooks.signals import handling
 from lmms_genbench.hooks.wrap import is_wrapped, unwrap_method, wrap_method
 
 from tests.support.lmms_eval_runs import PTH_LINE, ROOT
@@ -102,7 +103,8 @@ def test_a_run_scope_puts_its_hooks_in_place_and_takes_them_all_off():
     sink = logger.add(lambda m: seen.append(m.record["message"]), level="WARNING")
     os.environ["HOOKS_TEST_TOKEN"] = "tok-0123456789"
     try:
-        with pytest.raises(RuntimeError), scope(Run("t2i", (), one_thread=True)) as run:
+        # our simple_evaluate wrapper puts the signal handler in place around the run (hooks/entry.py)
+        with pytest.raises(RuntimeError), handling(), scope(Run("t2i", (), one_thread=True)) as run:
             assert current() is run and torch.get_num_threads() == 1
             with scope(Run("cycle")) as inner:  # nested: the outer run's hooks hold, and stay
                 assert inner is run
@@ -118,10 +120,128 @@ def test_a_run_scope_puts_its_hooks_in_place_and_takes_them_all_off():
     assert current() is None and changed() == before
     assert torch.get_num_threads() == before_threads and logger._core.patcher is before_patcher
     with scope(Run(None, ("autobench",))):  # our task with another model: scores only, no masking
-        assert changed() - before == {"lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric"}
+        assert changed() - before == {"lmms_eval.evaluator_utils.TaskOutput.calculate_aggregate_metric",
+                                      "logging.setLogRecordFactory"}
+
+
+def test_our_log_lines_show_control_characters_and_bidi_overrides_as_escapes(caplog):
+    """Issue 43: a file name holding ESC, BEL and U+202E in one of our log lines, during a run."""
+    import logging
+
+    name = "cat\x1b[31m\x07\u202egnp.exe<script>"
+    log = logging.getLogger("lmms_genbench.data.photos")
+    with caplog.at_level(logging.WARNING), scope(Run("cycle")):
+        log.warning("skipping %s: not an image", name)
+    assert caplog.records[-1].getMessage() == "skipping cat\\x1b[31m\\x07\\u202egnp.exe<script>: not an image"
+    logging.getLogger("other").warning("raw %s", name)  # not ours, and after the run: untouched
+    assert caplog.records[-1].getMessage() == f"raw {name}"
 
 
 def test_the_table_names_each_lasting_change_once_and_its_lifetime():
     assert len({h.target for h in TABLE}) == len(TABLE)
-    assert {h.when for h in TABLE} == {"start-up", "import", "run"}
+    assert {h.when for h in TABLE} == {"start-up", "import", "run", "call"}
     assert all(re.fullmatch(r"[\w. ]+", h.target) for h in TABLE)
+
+
+class _Bars:  # stands in for the tqdm an lmms-eval model's module imports
+    def __init__(self, *args, disable=False, **kwargs):
+        self.disable = disable
+
+
+tqdm = _Bars  # this module stands in for the model's module: _quiet_bars swaps its tqdm for the call
+
+
+class _SeeingLM:
+    """A model whose class answers max(request, model), as lmms-eval 0.7.3's do; it records
+    what hooks.changed() finds while it answers."""
+
+    is_simple = True
+    max_new_tokens = 64
+
+    def __init__(self):
+        self.task_dict, self.seen = {}, []
+
+    def _select_max_new_tokens(self, requested):
+        return max(requested, self.max_new_tokens)
+
+    def generate_until(self, requests):
+        self.seen.append(changed())
+        self.bars_off = tqdm().disable
+        assert self.max_new_tokens == 3 and self.task_dict  # the call's view
+        return ["an answer" for _ in requests]
+
+
+class _VllmChat(_SeeingLM):
+    is_simple = False
+
+    def _resolve_sampling_params(self, kwargs):
+        return kwargs
+
+
+_VllmChat.__name__ = _VllmChat.__qualname__ = "VLLM"
+_VllmChat.__module__ = "lmms_eval.models.chat.vllm"  # host picks the PIL path by this name
+
+
+def _call_targets(*names):
+    from lmms_genbench.hooks.call import TARGETS
+
+    return {TARGETS[n] for n in names}
+
+
+def test_each_call_scoped_change_is_in_place_during_its_call_only():
+    """The table's "call" rows (hooks/call.py): found by changed() while their call runs, and
+    gone after it, what they changed as it was."""
+    from PIL import Image, ImageFile
+
+    from lmms_genbench import host
+    from lmms_genbench.engine import images
+    from lmms_genbench.generators.pipeline_rules import counted_tokenizers, truncation_filter
+
+    before = changed()
+    assert not {h.target for h in TABLE if h.when == "call"} & before
+    lm = _SeeingLM()
+    assert host.generate(lm, [("Describe.", {"max_new_tokens": 3}, [])], quiet=True) == ["an answer"]
+    assert lm.seen[0] - before == _call_targets("silent_tqdm", "task_dict", "max_new_tokens") and lm.bars_off
+    chat = _VllmChat()
+    host.generate(chat, [("Describe.", {"max_new_tokens": 3}, [Image.new("RGB", (4, 4))])])
+    assert chat.seen[0] - before == _call_targets("task_dict", "max_new_tokens", "make_one_request")
+    assert not chat.bars_off
+    assert "make_one_request" not in vars(chat) and chat.max_new_tokens == 64 and chat.task_dict == {}
+    assert tqdm is _Bars
+
+    flag = ImageFile.LOAD_TRUNCATED_IMAGES
+    with images._strict_decoding():
+        assert changed() - before == _call_targets("strict_image_decoding") and not ImageFile.LOAD_TRUNCATED_IMAGES
+    assert ImageFile.LOAD_TRUNCATED_IMAGES == flag
+
+    class Pipeline:
+        def __init__(self):
+            self.tokenizer = "a tokenizer"
+
+    pipeline = Pipeline()
+    with truncation_filter(pipeline, True), counted_tokenizers(pipeline, {"text_encoder:CLIPTextModel": 77}):
+        assert changed() - before == _call_targets("log_filter", "tokenizers")
+        assert pipeline.tokenizer != "a tokenizer"
+    assert vars(pipeline) == {"tokenizer": "a tokenizer"} and changed() == before
+
+
+#: what changing another library's objects looks like in our source: allowed in hooks/ only
+_PATCHES = re.compile(r"\.addFilter\(|LOAD_TRUNCATED_IMAGES\s*=|signal\.signal\(|setLogRecordFactory\(|"
+                      r"\.tqdm\s*=|\.patcher\s*=|set_num_threads\(|object\.__setattr__\((?!self\b|det\b)|"
+                      r"\blm\.\w+\s*=[^=]|\bmodule\.\w+\s*=[^=]")
+#: not a change to the host: a unified model we built, switched between the two modes its class
+#: defines (``mode``, ``inference_params``: its own settings, as lmms-eval's BASE_PARAMS name them)
+_ALLOWED = ("lmms_genbench/generators/unified/lmms.py: self.lm.mode, self.lm.inference_params = mode, dict(params)",)
+
+
+def test_no_module_outside_hooks_changes_another_librarys_objects():
+    """Issue 42, item 4: every change to the host, for the process or one call, is made from
+    hooks/ and declared in its table."""
+    found = []
+    for path in sorted((ROOT / "lmms_genbench").rglob("*.py")):
+        if "hooks" in path.relative_to(ROOT / "lmms_genbench").parts[:1]:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _PATCHES.search(line.split("#", 1)[0]) and f"{path.relative_to(ROOT)}: {line.strip()}" not in _ALLOWED:
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == []

@@ -1,6 +1,7 @@
 """The store's feature cache (store/features.py): a hit returns the very bytes stored, another
-identity misses, a damaged file is a miss (never trusted) and is rewritten, writers racing on
-one file leave a whole one."""
+identity misses, a damaged file is a miss (never trusted) and is rewritten, a file is trusted only
+whole (its header too: issue 43) and of the dtype and shape its reader expects, `store verify`
+finds bad files and --repair removes them, writers racing on one file leave a whole one."""
 
 import multiprocessing
 import threading
@@ -8,7 +9,8 @@ import threading
 import numpy as np
 import pytest
 
-from lmms_genbench.store import FEATURES, STORE_FORMAT, FeatureStore, feature_root, network_key
+from lmms_genbench.store import FEATURES, STORE_FORMAT, FeatureStore, feature_root, network_key, verify_features
+from lmms_genbench.store.features import decode, encode
 
 IDENTITY = {"role": "image", "spec": "tiny-vit", "weights": {"seeded": "tiny-vit"}, "device": "cpu",
             "dtype": "float32", "options": {}}
@@ -54,11 +56,16 @@ def _damage(path, how):
     elif how == "header":
         path.write_bytes(blob.replace(b'"item"', b'"iten"', 1))
     elif how == "other item":  # a whole, valid file copied under another item's name
-        head = blob.split(b"\n", 2)
-        path.write_bytes(head[0] + b"\n" + head[1].replace(ITEM.encode(), b"cd" + b"0" * 62) + b"\n" + head[2])
+        array, extras = decode(blob, ITEM, None)
+        path.write_bytes(encode("cd" + "0" * 62, path.parent.parent.name, array, extras))
+    elif how == "dtype bit":  # one bit of the header: '<' (0x3c) -> '>' (0x3e)
+        assert blob.count(b'"<f4"') == 1
+        path.write_bytes(blob.replace(b'"<f4"', b'">f4"'))
+    elif how == "shape":
+        path.write_bytes(blob.replace(b'"shape": [32]', b'"shape": [1, 32]'))
 
 
-@pytest.mark.parametrize("how", ["truncated", "flipped", "empty", "header", "other item"])
+@pytest.mark.parametrize("how", ["truncated", "flipped", "empty", "header", "other item", "dtype bit", "shape"])
 def test_a_damaged_file_is_a_miss_and_is_rewritten(tmp_path, how):
     store = FeatureStore(tmp_path, IDENTITY)
     store.put(ITEM, _row())
@@ -68,9 +75,45 @@ def test_a_damaged_file_is_a_miss_and_is_rewritten(tmp_path, how):
     assert store.get(ITEM)[0].tobytes() == _row(1).tobytes()
 
 
+@pytest.mark.parametrize("forged", [{"dtype": ">f4"}, {"shape": (1, 32)}, {"dtype": "<f8"}])
+def test_a_whole_file_of_another_dtype_or_shape_than_expected_is_a_counted_miss_and_is_replaced(tmp_path, forged):
+    """A file whose checksum holds (rewritten by hand, or by other code) but whose header's dtype
+    or shape is not what the reader expects is never served: counted, then replaced by the row
+    computed again (not taken for an unstable item)."""
+    store = FeatureStore(tmp_path, IDENTITY)
+    row = _row()
+    bad = row.astype(forged.get("dtype", "<f4")).reshape(forged.get("shape", (32,)))
+    store.path(ITEM).parent.mkdir(parents=True)
+    store.path(ITEM).write_bytes(encode(ITEM, store.key, bad))
+    assert store.get(ITEM, np.float32, (None,)) is None and store.corrupt == 1
+    assert store.put(ITEM, row)
+    array, _ = store.get(ITEM, np.float32, (None,))
+    assert array.tobytes() == row.tobytes() and store.corrupt == 1
+
+
+def test_store_verify_finds_bad_feature_files_and_repair_removes_them(tmp_path):
+    store = FeatureStore(tmp_path / FEATURES, IDENTITY)
+    items = [f"{k:02d}" + "0" * 62 for k in range(3)]
+    for k, item in enumerate(items):
+        store.put(item, _row(k))
+    _damage(store.path(items[1]), "dtype bit")
+    old = tmp_path / FEATURES / "0123456789abcdef"
+    (old / "ab").mkdir(parents=True)
+    (old / "identity.json").write_text('{"format": 1}')
+    (old / "ab" / f"{ITEM}.feat").write_bytes(b"LGBFEAT1\n{}\n")
+    report = verify_features(tmp_path)
+    assert report["files"] == 3 and [p for p, _ in report["bad"]] == [store.path(items[1])]
+    assert report["outdated"] == [old] and report["removed"] == 0
+    assert verify_features(tmp_path, repair=True)["removed"] == 1
+    assert not store.path(items[1]).exists() and store.path(items[0]).exists()
+    assert verify_features(tmp_path)["bad"] == []
+
+
 def test_an_unwritable_store_says_so_and_scoring_goes_on(tmp_path):
     (tmp_path / "ro").write_text("a file where the folder would go")
-    assert FeatureStore(tmp_path / "ro", IDENTITY).put(ITEM, _row()) is False
+    store = FeatureStore(tmp_path / "ro", IDENTITY)
+    assert store.put(ITEM, _row()) is False
+    assert store.unwritable  # why, for the report's cache field
 
 
 def _hammer(root, rounds):

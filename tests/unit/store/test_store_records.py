@@ -8,7 +8,7 @@ import json
 from lmms_genbench.cli import main as cli
 from lmms_genbench.engine import CycleEngine
 from lmms_genbench.store import (RECORDS, STORE_FORMAT, ArtifactStore, append_record, check_chain, keeps_records,
-                                 read_records, read_records_checked, sha256_file)
+                                 marker_lost, read_records, read_records_checked, sha256_file)
 
 from tests.support.fakes import FakeDescriber, FakeGenerator
 from tests.support.store_chains import complete_store, hop_bytes, jobs_of, spec_of
@@ -35,6 +35,28 @@ def test_lost_records_and_an_edited_hop_are_caught_by_verify_and_recomputed_by_a
     outcomes, stats = CycleEngine(describer, FakeGenerator()).run(jobs)
     assert all(o.ok for o in outcomes) and stats.chains_repaired == 1 and stats.hops_computed == 4
     assert hop_bytes(jobs) == clean  # the clean run's hops, so its scores
+    assert cli(["store", "verify", str(tmp_path)]) == 0
+
+
+def test_a_namespace_that_lost_its_marker_while_its_chains_kept_records_is_still_a_records_store(tmp_path, capsys):
+    """Issue 43: store.json deleted with one chain's hops.jsonl, then a hop edited: the other
+    chains' records (written while the marker was there) show the store kept records, so the
+    hop is refused as unverified (not trusted by decoding), verify says the marker was lost, and
+    the rerun recomputes the chain and writes the marker again."""
+    jobs, clean = complete_store(tmp_path)
+    namespace = jobs[0].location.directory.parent
+    chain = jobs[1].location.directory
+    (namespace / STORE_FORMAT).unlink()
+    (chain / RECORDS).unlink()
+    chain.joinpath("001.txt").write_text("a description edited while its records were gone", encoding="utf-8")
+    assert marker_lost(namespace) and not keeps_records(namespace)
+    assert cli(["store", "verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"{namespace}: its {STORE_FORMAT} marker was lost while its chains kept records" in out
+    assert f"{chain}: hop 0 has no record in a store that keeps records" in out
+    outcomes, stats = CycleEngine(FakeDescriber(), FakeGenerator()).run(jobs)
+    assert all(o.ok for o in outcomes) and stats.chains_repaired == 1 and stats.hops_computed == 4
+    assert hop_bytes(jobs) == clean and keeps_records(namespace) and not marker_lost(namespace)
     assert cli(["store", "verify", str(tmp_path)]) == 0
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 from PIL import Image
 
-from lmms_genbench import host_scores
+from lmms_genbench.hooks import host_scores
 from lmms_genbench.metrics.functional.estimators import doc_table
 from lmms_genbench.metrics.scorers.base import ChainScorer, with_stderr
 from lmms_genbench.metrics.scorers.records import MetricItem

@@ -96,6 +96,37 @@ def test_a_pass_never_serves_a_call_from_rows_it_computed_itself(tmp_path):
     assert encoder.batches == [2, 1]
 
 
+def test_a_header_flipped_file_is_recomputed_counted_and_gives_the_same_rows(tmp_path):
+    """One bit of a header (dtype '<f4' -> '>f4') or a shape [n] -> [1, n]: the call is computed
+    again, the same rows as a clean run, and counted in corrupt_recomputed (issue 43)."""
+    paths = _images(tmp_path, [(10, 20, 30), (200, 0, 0)])
+    first = FeatureSource(tmp_path / "f").network("fake", IDENTITY, CountingEncoder, "image")
+    rows = first.encode(paths)
+    files = sorted((tmp_path / "f").rglob("*.feat"))
+    files[0].write_bytes(files[0].read_bytes().replace(b'"<f4"', b'">f4"'))
+    files[1].write_bytes(files[1].read_bytes().replace(b'"shape": [3]', b'"shape": [1, 3]'))
+    source = FeatureSource(tmp_path / "f")
+    again = source.network("fake", IDENTITY, CountingEncoder, "image").encode(paths)
+    assert again.tobytes() == rows.tobytes()
+    assert source.summary()["corrupt_recomputed"] == 2 and source.summary()["computed"] == 2
+    third = FeatureSource(tmp_path / "f")  # rewritten whole: served again
+    assert third.network("fake", IDENTITY, _never, "image").encode(paths).tobytes() == rows.tobytes()
+
+
+def test_an_unwritable_cache_warns_once_and_the_report_says_so(tmp_path, caplog):
+    from lmms_genbench.core import state
+
+    state.reset()
+    (tmp_path / "f").write_text("a file where the cache folder would go")
+    source = FeatureSource(tmp_path / "f")
+    for colours in ([(1, 2, 3)], [(4, 5, 6)]):
+        source.network("fake", IDENTITY, CountingEncoder, "image").encode(_images(tmp_path, colours))
+    warned = [r for r in caplog.records if "feature cache: cannot write" in r.getMessage()]
+    assert len(warned) == 1, caplog.text
+    assert source.summary()["cache"].startswith(f"read-only (cannot write under {tmp_path / 'f'}")
+    assert source.summary()["computed"] == 2
+
+
 def test_a_stored_text_counts_as_cut_as_it_was_computed(tmp_path):
     texts = ["a cat", "a very long text of words", "a dog", "another very long text here"]
     identity = {**IDENTITY, "role": "text"}

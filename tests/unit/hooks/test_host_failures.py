@@ -1,5 +1,5 @@
 """A doc ``--model t2i`` could not draw is N/A in a host task's numbers, never a 0
-(``lmms_genbench.host_failures``), checked through lmms-eval's own ``TaskOutput``
+(``lmms_genbench.hooks.host_failures``), checked through lmms-eval's own ``TaskOutput``
 aggregation on hand-worked numbers, inside the hooks of a ``--model t2i`` run
 (``lmms_genbench.hooks.run.scope``); the WISE run end to end is in ``test_t2i_host.py``."""
 
@@ -8,7 +8,7 @@ import statistics
 from types import SimpleNamespace
 
 from lmms_genbench.hooks.run import Run, scope
-from lmms_genbench.host_failures import FailedDoc, failed_answer, mark
+from lmms_genbench.hooks.host_failures import FailedDoc, failed_answer, mark
 
 FAILED = json.dumps({"text": "", "images": [], "status": "failed", "reason": "refused", "doc_id": 2})
 DRAWN = json.dumps({"text": "", "images": ["/x/0000_s0.png"]})

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .metrics.scorers.records import MetricItem, host_key
+from ..metrics.scorers.records import MetricItem, host_key
 
 __all__ = ["fill"]
 

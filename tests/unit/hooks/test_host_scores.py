@@ -1,5 +1,5 @@
 """Per-doc scores for lmms-eval's own statistics (``--baseline``, clustered stderr):
-each scorer's per-chain score, and how :mod:`lmms_genbench.host_scores` writes it into
+each scorer's per-chain score, and how :mod:`lmms_genbench.hooks.host_scores` writes it into
 lmms-eval's logged samples and the headline metric's items."""
 
 import math
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from lmms_eval.utils import load_yaml_config
 
-from lmms_genbench import host_scores
+from lmms_genbench.hooks import host_scores
 from lmms_genbench.metrics.scorers.records import ChainRecord, MetricItem, host_key
 from lmms_genbench.metrics.scorers.genception import GENCEPTION
 from lmms_genbench.metrics.scorers.mcd import MCD
