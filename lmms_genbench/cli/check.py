@@ -31,12 +31,15 @@ def run(args: argparse.Namespace) -> int:
     start (LMMS_GENBENCH_PREFLIGHT=0 turns that off)."""
     from lmms_eval.utils import simple_parse_args_string
 
+    from ..command import read_command
     from ..preflight import check_run, format_problems
     from ..preflight.tasks import unknown_tasks
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    problems = check_run(args.model, simple_parse_args_string(args.model_args) if args.model_args else {}, tasks,
-                         args.output_path, max(1, args.num_processes))
+    # lmms-eval's own reading of --model_args (what the run's model is given), then ours, once
+    command = read_command(args.model, simple_parse_args_string(args.model_args) if args.model_args else {}, tasks,
+                           args.output_path, max(1, args.num_processes))
+    problems = check_run(command)
     prog = "lmms-genbench check"
     if len(problems) == 1:
         print(f"{prog}: error: {problems[0].line()}", file=sys.stderr)

@@ -13,7 +13,7 @@ namespace written gets the store's format marker (its chains keep records).
 
 Besides chains only the store's own files are merged: ``runs.jsonl`` lines are joined (each
 distinct line once, in source order) and ``protocol.json`` must be byte-identical wherever it
-occurs. Everything else is left out and listed (:attr:`MergeReport.files_left_out`): scorer
+occurs, as must ``identity.json`` (store/identity.py). Everything else is left out and listed (:attr:`MergeReport.files_left_out`): scorer
 reports (``*report*.json``, a scoring run over the merged store rewrites them), results files
 of shard jobs whose ``--output_path`` was the store, anything else put there by hand. Chain
 locks, quarantined hops and temporary files are never copied.
@@ -35,7 +35,7 @@ __all__ = ["MergeConflict", "MergeReport", "merge_stores"]
 
 RUNS = "runs.jsonl"
 #: files of the store itself that a merge copies (``runs.jsonl`` is joined, the marker rewritten)
-OWN_FILES = ("protocol.json",)
+OWN_FILES = ("protocol.json", "identity.json")
 
 
 @dataclass(frozen=True)
