@@ -36,6 +36,9 @@ class Role:
     #: a generator's or unified model's plan (generators.lazy), when the preflight made it with
     #: the arguments as given: the run takes it instead of planning again
     plan: Any = None
+    #: its store folder's name, when the preflight found the store holds every hop the run needs:
+    #: the run names the role so and loads it only if a hop turns out missing
+    stored: str | None = None
 
 
 @dataclass(frozen=True)

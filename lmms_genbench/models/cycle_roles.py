@@ -14,8 +14,8 @@ from ..command.cycle import OFFLINE_HINT, VLLM_CPU_MEMORY_FRACTION
 from ..core.errors import load_failure
 from ..core.model_args import public_args
 from ..engine import LazyDescriber, LmmsDescriber
-from ..generators import (LazyGenerator, LazyUnified, build_generator_or_explain, explain_generator_failure,
-                          plan_generator)
+from ..generators import (GeneratorPlan, LazyGenerator, LazyUnified, build_generator_or_explain,
+                          explain_generator_failure, plan_generator)
 
 __all__ = ["build_describer", "build_roles", "describer_identity", "generator_identity"]
 
@@ -25,9 +25,13 @@ def _otherwise(command: RunCommand) -> str:
     return "" if command.top.get("preset") else OFFLINE_HINT
 
 
-def _role_plan(command: RunCommand, kind: str):
-    """The plan the preflight made with the arguments as given (None: plan here)."""
-    return next((r.plan for r in command.roles if r.kind == kind and r.plan is not None), None)
+def _role_plan(command: RunCommand, kind: str, args: dict[str, Any]):
+    """The plan the preflight made with the arguments as given, or the name of the store folder
+    that holds every hop (preflight/stored.py); None: plan here."""
+    role = next((r for r in command.roles if r.kind == kind), None)
+    if role is not None and role.stored:
+        return GeneratorPlan(role.stored, int(args.get("batch_size") or 4))
+    return role.plan if role is not None else None
 
 
 def build_roles(command: RunCommand):
@@ -55,7 +59,7 @@ def build_roles(command: RunCommand):
                 raise explain(exc) from exc
 
         try:
-            plan = _role_plan(command, "unified") or plan_unified(unified, unified_args)
+            plan = _role_plan(command, "unified", unified_args) or plan_unified(unified, unified_args)
         except Exception as exc:
             raise explain(exc) from exc
         if plan is None:  # a class without a plan loads now, as before
@@ -68,13 +72,15 @@ def build_roles(command: RunCommand):
     describer, describer_args = args.describer, args.describer_args
     generator, generator_args = args.generator, args.generator_args
     # what can be checked without weights (names, arguments, devices) is checked now, before any doc
-    host.model_class(describer, role="describer")
-    lazy_describer = LazyDescriber(host.model_identity(describer, describer_args),
+    stored = next((r.stored for r in command.roles if r.kind == "describer" and r.stored), None)
+    if stored is None:
+        host.model_class(describer, role="describer")
+    lazy_describer = LazyDescriber(stored or host.model_identity(describer, describer_args),
                                    functools.partial(build_describer, describer, describer_args, otherwise))
     build = functools.partial(build_generator_or_explain, generator, generator_args, otherwise)
     lazy_describer.identity = describer_identity(command, lazy_describer)
     try:
-        plan = _role_plan(command, "generator") or plan_generator(generator, generator_args)
+        plan = _role_plan(command, "generator", generator_args) or plan_generator(generator, generator_args)
     except Exception as exc:
         raise explain_generator_failure(exc, generator, generator_args, otherwise) from exc
     drawer = build() if plan is None else LazyGenerator(plan, build)

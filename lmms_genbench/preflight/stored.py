@@ -2,9 +2,9 @@
 found from what the store wrote down, so the preflight asks no weights, GPU or Hub for the
 describer and the generator, which will not load.
 
-The store's namespaces are found by the arguments their ``identity.json`` records as given
-(store/identity.py): naming them again would read the weights (a folder's digest) or the Hub
-(a pipeline's class). A task counts as held when its namespace's last ``runs.jsonl`` record
+The describer's folder is found by its name (it needs no weights); the generator's or unified
+model's by the arguments its ``identity.json`` records as given (store/identity.py): naming it
+again would read the weights (a folder's digest) or the Hub (a pipeline's class). A task counts as held when its namespace's last ``runs.jsonl`` record
 of the task failed nothing and had as many chains as the namespace holds complete. Stores
 written before identity files, or any doubt, leave the full check in place."""
 
@@ -36,6 +36,11 @@ def stored_run(command: RunCommand) -> str | None:
     else:
         wanted = [("describer", args.describer, args.describer_args), ("generator", args.generator, args.generator_args)]
     folder = root
+    if not args.unified:  # a describer's name needs no weights: its folder is found by it
+        from ..host import model_identity
+
+        folder = root / model_identity(args.describer, args.describer_args)  # type: ignore[arg-type]
+        wanted = wanted[1:]
     for role, name, given in wanted:
         matches = []
         for child in _children(folder):
@@ -51,6 +56,8 @@ def stored_run(command: RunCommand) -> str | None:
     held = [task for task in command.tasks if _holds(folder, task)]
     if len(held) != len(command.tasks):
         return None
+    for role in command.roles:  # the run names its roles as the store does, planning nothing
+        role.stored = folder.parent.name if role.kind == "describer" else folder.name
     return (f"the store {folder} holds every hop of {', '.join(held)}: the describer's and generator's weights, "
             "devices and Hub ids are not checked (they load only if a hop turns out missing)")
 

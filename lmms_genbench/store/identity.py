@@ -86,6 +86,6 @@ def identity_folders(root: Path) -> Iterator[Path]:
     root = Path(root)
     if (root / IDENTITY_FILE).is_file():
         yield root
-    for path in sorted(root.rglob(IDENTITY_FILE)):
+    for path in sorted(root.rglob(IDENTITY_FILE), key=lambda p: (len(p.parts), p)):
         if path.parent != root and not any(part.startswith(".") for part in path.relative_to(root).parts):
             yield path.parent

@@ -11,7 +11,8 @@ import time
 
 from lmms_genbench.preflight import Problem, check_run
 from lmms_genbench.preflight.hub import HubProbe, collapse
-from lmms_genbench.preflight.roles import Role, device_problem
+from lmms_genbench.command import Role
+from lmms_genbench.preflight.roles import device_problem
 
 from tests.support.lmms_eval_runs import BIN, HEADLINE, NOWHERE, nonblank_lines, run
 
