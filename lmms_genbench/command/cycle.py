@@ -2,9 +2,9 @@
 
 :func:`read_cycle_args` turns the keyword arguments lmms-eval passes the model into a
 :class:`CycleArgs`, before anything loads, and lists every wrong value (each one line naming
-the argument, what is allowed and what came in); :func:`parse_model_args` raises the first
-(exit 1: lmms-eval itself would print an Exception and exit 0). ``models/cycle.py`` builds
-the roles and runs the chains.
+the argument, what is allowed and what came in); the model raises them all at once (exit 1:
+lmms-eval itself would print an Exception and exit 0). ``models/cycle.py`` builds the roles
+and runs the chains.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..core.model_args import optional_int, split_prefixed
 from ..core.registry import lookup
 
 __all__ = ["PRESETS", "SCORER_PRESETS", "TOP_LEVEL_ARGS", "VLLM_CPU_MEMORY_FRACTION", "CycleArgs", "in_shard",
-           "parse_model_args", "read_cycle_args", "resolve_roles", "shard_arg", "smoke_describer_args", "OFFLINE_HINT",
+           "read_cycle_args", "resolve_roles", "shard_arg", "smoke_describer_args", "OFFLINE_HINT",
            "smoke_unified_args", "vllm_describer_args", "DESCRIBER_BATCH"]
 
 
@@ -180,20 +180,6 @@ class CycleArgs:
     shard: tuple[int, int] | None
     #: "smoke" when a smoke preset built the model: its chains are scored offline too
     scorer_preset: str | None
-
-
-def parse_model_args(*, describer: str | None, generator: str | None, unified: str | None, preset: str | None,
-                     describer_batch: Any, stop_after_hop: Any, shard: Any, prefixed: dict[str, Any]) -> CycleArgs:
-    """Check the top-level model_args and group ``prefixed`` (``describer.<arg>=...`` and the
-    like) by role; raise the first :class:`~lmms_genbench.core.errors.ActionableError` of
-    :func:`read_cycle_args`."""
-    given = {"describer": describer, "generator": generator, "unified": unified, "preset": preset,
-             "describer_batch": describer_batch, "stop_after_hop": stop_after_hop, "shard": shard, **prefixed}
-    args, problems = read_cycle_args({k: v for k, v in given.items() if v is not None})
-    if problems:
-        raise problems[0]
-    assert args is not None
-    return args
 
 
 def read_cycle_args(model_args: Mapping[str, Any]) -> tuple[CycleArgs | None, list[ActionableError]]:

@@ -126,7 +126,7 @@ def _computed_nothing(record: Any) -> bool:
     return bool(counts) and not any(counts)
 
 
-def _write_or_explain(write, path, payload) -> None:
+def _write_or_explain(write, path, payload, root=None) -> None:
     """``write(path, payload)``, a store write of the model itself (``store.write_json`` of
     ``protocol.json``, ``store.append_jsonl`` of ``runs.jsonl``), made safe for a store
     that cannot be written.
@@ -136,15 +136,17 @@ def _write_or_explain(write, path, payload) -> None:
     OSError (disk full, read-only, no permission) stops the run with one line naming the
     folder and the fix, before lmms-eval turns it into a traceback and exit status 0."""
     appends = getattr(write, "__name__", "") == "append_jsonl"
+    optional = write is _write_identity  # what made a namespace: a read-only finished store still scores without it
     if not appends and path.exists():
         return
     try:
         write(path, payload)
     except OSError as exc:
-        if appends and exc.errno in _READ_ONLY and _computed_nothing(payload):
-            eval_logger.warning(f"lmms-genbench: the store is read-only, so {path} gets no record of this run ({exc})")
+        if exc.errno in _READ_ONLY and (optional or appends and _computed_nothing(payload)):
+            what = "is not written" if optional else "gets no record of this run"
+            eval_logger.warning(f"lmms-genbench: the store is read-only, so {path} {what} ({exc})")
             return
-        root = getattr(getattr(write, "__self__", None), "root", path.parent)
+        root = root or getattr(getattr(write, "__self__", None), "root", path.parent)
         reason = _NO_SPACE.get(exc.errno) or _READ_ONLY.get(exc.errno)
         fix = ("free disk space there, or pass --model_args artifacts=<a folder on a disk with space>"
                if exc.errno in _NO_SPACE else
@@ -287,7 +289,7 @@ class CycleModel(lmms):
             if (folder / IDENTITY_FILE).exists():
                 check_identity(folder)
             else:
-                _write_or_explain(_write_identity, folder / IDENTITY_FILE, identity)
+                _write_or_explain(_write_identity, folder / IDENTITY_FILE, identity, self.store.root)
         for namespace, (task, spec) in namespaces.items():
             _write_or_explain(  # written once: an existing manifest is left as it is
                 self.store.write_json,

@@ -28,7 +28,7 @@ def stored_run(command: RunCommand) -> str | None:
     if args.stop_after_hop is not None or args.shard is not None:
         return None
     from ..store import default_root
-    from ..store.identity import read_identity
+    from ..store.identity import check_identity
 
     root = Path(str(command.top.get("artifacts") or default_root())).expanduser()
     if args.unified:
@@ -45,9 +45,9 @@ def stored_run(command: RunCommand) -> str | None:
         matches = []
         for child in _children(folder):
             try:
-                record = read_identity(child)
-            except Exception:  # noqa: BLE001 - an unreadable identity is the run's to refuse
-                return None
+                record = check_identity(child)
+            except Exception:  # noqa: BLE001, S112 - one that does not name its folder is the run's to refuse
+                continue
             if record and record.get("model") == name and record.get("given") == _as_written(public_args(given)):
                 matches.append(child)
         if len(matches) != 1:

@@ -4,11 +4,9 @@ models a command names checked against the registries' name lists, with the near
 
 import sys
 
-import pytest
 
 from lmms_genbench.command import lmms_eval_arguments, name_problems, read_command
-from lmms_genbench.command.cycle import DESCRIBER_BATCH, parse_model_args
-from lmms_genbench.core.errors import ActionableError
+from lmms_genbench.command.cycle import DESCRIBER_BATCH, read_cycle_args
 
 
 def test_every_wrong_cycle_argument_is_one_problem_and_the_rest_is_still_read():
@@ -25,9 +23,9 @@ def test_every_wrong_cycle_argument_is_one_problem_and_the_rest_is_still_read():
 def test_the_defaults_live_in_the_parse_alone():
     command = read_command("cycle", {"preset": "smoke", "batch_size": None, "device": None})
     assert command.problems == () and command.cycle.describer_batch == DESCRIBER_BATCH
-    with pytest.raises(ActionableError, match="describer_batch"):
-        parse_model_args(describer="llava_hf", generator="smoke", unified=None, preset=None, describer_batch="x",
-                         stop_after_hop=None, shard=None, prefixed={})
+    args, problems = read_cycle_args({"describer": "llava_hf", "generator": "smoke", "describer_batch": "x"})
+    assert [p.cause for p in problems] == ["--model cycle: model_args describer_batch must be an integer >= 1, got 'x'"]
+    assert args.describer_batch == DESCRIBER_BATCH
 
 
 def test_unknown_models_are_named_with_the_nearest_known_name():
