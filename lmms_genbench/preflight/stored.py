@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..command import RunCommand
+from ..core.errors import ActionableError
 from ..core.model_args import public_args
 
 __all__ = ["stored_run"]
@@ -46,7 +47,7 @@ def stored_run(command: RunCommand) -> str | None:
         for child in _children(folder):
             try:
                 record = check_identity(child)
-            except Exception:  # noqa: BLE001, S112 - one that does not name its folder is the run's to refuse
+            except ActionableError:  # one that does not name its folder (a legacy name, adopted): the run's
                 continue
             if record and record.get("model") == name and record.get("given") == _as_written(public_args(given)):
                 matches.append(child)
