@@ -55,6 +55,8 @@ class RunCommand:
     output_path: str | None = None
     processes: int = 1
     problems: tuple[ActionableError, ...] = ()
+    #: lmms-eval's --include_path: more task folders
+    include_path: tuple[str, ...] = ()
 
 
 def read_command(model: str, model_args: Mapping[str, Any], tasks: Sequence[str] = (),
@@ -143,8 +145,8 @@ def name_problems(command: RunCommand) -> list[ActionableError]:
     return problems
 
 
-def lmms_eval_arguments() -> tuple[list[str], str | None] | None:
-    """``--tasks`` and ``--output_path`` of the ``lmms-eval`` command this process runs, read by
+def lmms_eval_arguments() -> tuple[list[str], str | None, list[str]] | None:
+    """``--tasks``, ``--output_path`` and ``--include_path`` of the ``lmms-eval`` command this process runs, read by
     lmms-eval's own parser from the command line; None when this process is not one (a model
     built from Python: ``simple_evaluate``, tests)."""
     argv = list(sys.argv)
@@ -158,4 +160,5 @@ def lmms_eval_arguments() -> tuple[list[str], str | None] | None:
     except SystemExit:  # lmms-eval parsed it already; a second reading that fails checks nothing
         return None
     tasks = [t.strip() for t in str(args.tasks or "").split(",") if t.strip()]
-    return tasks, args.output_path
+    include = getattr(args, "include_path", None)
+    return tasks, args.output_path, [str(p) for p in ([include] if isinstance(include, str) else include or [])]

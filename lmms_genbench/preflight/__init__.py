@@ -46,7 +46,7 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     if isinstance(command, str):
         command = read_command(command, model_args or {}, tasks, output_path, processes)
     problems = [Problem(p.cause, p.fix) for p in [*command.problems, *name_problems(command)]]
-    problems += unknown_task_problems(list(command.tasks))
+    problems += unknown_task_problems(list(command.tasks), command.include_path)
     stored = stored_run(command)
     if stored is not None:
         print(f"lmms-genbench: preflight: {stored}", file=sys.stderr)
@@ -151,7 +151,8 @@ def at_start(command: RunCommand) -> None:
     found = lmms_eval_arguments()
     if found is None:
         return
-    tasks, output_path = found
-    problems = check_run(dataclasses.replace(command, tasks=tuple(tasks), output_path=output_path))
+    tasks, output_path, include_path = found
+    problems = check_run(dataclasses.replace(command, tasks=tuple(tasks), output_path=output_path,
+                                             include_path=tuple(include_path)))
     if problems:
         raise as_error(problems)

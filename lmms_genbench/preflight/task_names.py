@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..command.names import did_you_mean
@@ -20,9 +21,11 @@ _ITEM = re.compile(r"^\s*-\s*(\S+)\s*$")
 _NOT_A_NAME = re.compile(r"[/*?\[\]]|\.ya?ml$")
 
 
-def task_names() -> frozenset[str]:
-    """The names, read once per process."""
-    return state.remember("task names", _read_task_names)
+def task_names(include_path: Sequence[str] = ()) -> frozenset[str]:
+    """The names (those of ``--include_path``'s folders too), each folder read once per process."""
+    names = state.remember("task names", lambda: _read_task_names(_folders()))
+    return names | frozenset().union(*(state.remember(("task names", p), lambda p=p: _read_task_names([Path(p)]))
+                                       for p in include_path))
 
 
 def _folders() -> list[Path]:
@@ -31,9 +34,9 @@ def _folders() -> list[Path]:
     return [Path(lmms_eval.__file__).resolve().parent / "tasks", Path(__file__).resolve().parent.parent / "tasks"]
 
 
-def _read_task_names() -> frozenset[str]:
+def _read_task_names(folders: Sequence[Path]) -> frozenset[str]:
     names: set[str] = set()
-    for root in _folders():
+    for root in folders:
         for directory, _dirs, files in os.walk(root):
             for name in files:
                 if name.endswith(("yaml", ".yml")):
@@ -65,9 +68,9 @@ def _names_in(path: Path) -> set[str]:
     return found - {""}
 
 
-def unknown_task_problems(tasks: list[str]) -> list[Problem]:
+def unknown_task_problems(tasks: list[str], include_path: Sequence[str] = ()) -> list[Problem]:
     """One problem per ``--tasks`` name no task folder defines, with the nearest that does."""
-    names = task_names()
+    names = task_names(include_path)
     unknown = [t for t in tasks if t not in names and not _NOT_A_NAME.search(t)]
     return [Problem(f"no task {t}{did_you_mean(t, sorted(names))}",
                     "give task names that `lmms-eval --tasks list` shows (ours: lmms-genbench's README)")

@@ -107,3 +107,13 @@ def test_a_store_that_holds_every_hop_is_recognised_and_asks_for_nothing(tmp_pat
     assert stored_run(read_command("cycle", args, ["mmeception_smoke"])) is None
     other = {**args, "generator.size": 32}  # another generator setting: not this store
     assert stored_run(read_command("cycle", other, ["mmeception_smoke"])) is None
+
+
+def test_a_task_of_an_include_path_folder_is_known(tmp_path):
+    from lmms_genbench.preflight.task_names import unknown_task_problems
+
+    (tmp_path / "variant").mkdir()
+    (tmp_path / "variant" / "mine.yaml").write_text('include: x.yaml\ntask: "mmeception_smoke_t5"\n')
+    assert [p.cause for p in unknown_task_problems(["mmeception_smoke_t5"])] == [
+        "no task mmeception_smoke_t5 (did you mean mmeception_smoke?)"]
+    assert unknown_task_problems(["mmeception_smoke_t5"], [str(tmp_path / "variant")]) == []
