@@ -136,3 +136,10 @@ def test_a_probe_that_fails_says_it_did_not_draw():
                         "diffusers", {"pretrained": "org/x"}, "generator.")
     assert "loaded with generator.pretrained=org/x but did not draw its probe picture" in str(line)
     assert "did not load" not in str(line)
+
+
+def test_the_openai_generator_states_what_made_its_name(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    gen = build_generator("openai", model="dall-e-3", size="1024x1024")
+    assert recorded_name(json.loads(json.dumps(gen.identity))) == gen.name
+    assert "sk-test" not in json.dumps(gen.identity)
