@@ -80,3 +80,17 @@ def test_store_show_prints_each_identity_and_refuses_a_tampered_one(tmp_path, ca
     (folder / IDENTITY_FILE).write_text(json.dumps({**json.loads((folder / IDENTITY_FILE).read_text()), "label": "x"}))
     assert main(["store", "show", str(tmp_path)]) == 1
     assert f"{folder}: refused: the store's identity file" in capsys.readouterr().out
+
+
+def test_a_merge_keeps_the_first_identity_of_a_folder(tmp_path):
+    from lmms_genbench.store import merge_stores
+
+    for store, path in (("a", "/node1/ckpt"), ("b", "/node2/ckpt")):  # the same checkpoint, other paths
+        folder, record = _generator_folder(tmp_path / store)
+        write_identity(folder, {**record, "pretrained": path})
+        chain = folder / "proto" / f"doc-{store}"
+        chain.mkdir(parents=True)
+        (chain / "000.txt").write_text("a cat")
+    merge_stores([tmp_path / "a", tmp_path / "b"], tmp_path / "c")
+    merged = folder.relative_to(tmp_path / "b")
+    assert check_identity(tmp_path / "c" / merged)["pretrained"] == "/node1/ckpt"
