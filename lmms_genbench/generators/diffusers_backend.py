@@ -6,6 +6,7 @@ this module is imported, so listing backends stays cheap.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Sequence
@@ -18,7 +19,7 @@ from ..core.failures import GenerationFailure, ProbeFailure
 from . import pipeline_rules as rules
 from .base import GenerationResult
 from .common import check_image, describe_error, log_info
-from .diffusers_plan import name_request, read_request
+from .diffusers_plan import DiffusersRequest, name_request, read_request
 from .lazy import GeneratorPlan
 
 logger = logging.getLogger(__name__)
@@ -91,9 +92,18 @@ class DiffusersGenerator:
         **call_settings: Any,
     ) -> None:
         # naming (every argument checked, the pipeline's class read, no weights) is its own step:
-        # a plan stops there (plan()); here the weights load after it
-        request = read_request(pretrained, pipeline, dtype, device, steps, guidance, width, height, batch_size,
-                               negative_prompt, revision, offload, **call_settings)
+        # a plan stops there (plan()) and loads what it named later (from_request()); here both at once
+        self._load(read_request(pretrained, pipeline, dtype, device, steps, guidance, width, height, batch_size,
+                                negative_prompt, revision, offload, **call_settings), pipeline)
+
+    @classmethod
+    def from_request(cls, request: DiffusersRequest) -> DiffusersGenerator:
+        """The generator ``request`` names, its weights loaded (the request checked already)."""
+        generator = cls.__new__(cls)
+        generator._load(request, None)
+        return generator
+
+    def _load(self, request: DiffusersRequest, pipeline: Any) -> None:
         self.pretrained, self.device, self.revision = request.pretrained, request.device, request.revision
         self.steps, self.guidance, self.width, self.height = request.steps, request.guidance, request.width, request.height
         self.batch_size, self.offload, self.dtype = request.batch_size, request.offload, request.dtype
@@ -145,7 +155,8 @@ class DiffusersGenerator:
         if request.pipeline_cls is None:
             return None
         naming = name_request(request)
-        return GeneratorPlan(naming.name, request.batch_size, naming.legacy_names, identity=naming.identity)
+        return GeneratorPlan(naming.name, request.batch_size, naming.legacy_names, identity=naming.identity,
+                             load=functools.partial(cls.from_request, request))
 
     def _check_sizes(self, pipeline: Any) -> None:
         multiple = rules.size_multiple(pipeline)

@@ -33,6 +33,9 @@ class GeneratorPlan:
     #: what made the name, written readably beside the store's folder (``core.keys.name_record``
     #: and what else says which drawing it is); empty: the store writes the name alone
     identity: Mapping[str, Any] = field(default_factory=dict)
+    #: loads what the plan names, its arguments checked by the plan already (None: the caller
+    #: builds from the arguments, checking them again)
+    load: Callable[[], Any] | None = None
 
 
 class LazyGenerator:

@@ -83,12 +83,22 @@ def build_roles(command: RunCommand):
         plan = _role_plan(command, "generator", generator_args) or plan_generator(generator, generator_args)
     except Exception as exc:
         raise explain_generator_failure(exc, generator, generator_args, otherwise) from exc
+    if plan is not None and plan.load is not None:  # what the plan checked loads as it is: checked once
+        build = functools.partial(_load_planned, plan.load, generator, generator_args, otherwise)
     drawer = build() if plan is None else LazyGenerator(plan, build)
     try:
         drawer.identity = generator_identity(command, drawer)
     except AttributeError:  # a backend object that takes no attribute: its store folder says its name alone
         pass
     return lazy_describer, drawer, True
+
+
+def _load_planned(load, name: str, args: dict[str, Any], otherwise: str):
+    """``load()``, or the one line :func:`build_generator_or_explain` gives for the same failure."""
+    try:
+        return load()
+    except Exception as exc:
+        raise explain_generator_failure(exc, name, args, otherwise) from exc
 
 
 def build_describer(name: str, args: dict[str, Any], otherwise: str = OFFLINE_HINT):

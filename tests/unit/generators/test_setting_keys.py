@@ -143,3 +143,16 @@ def test_the_openai_generator_states_what_made_its_name(monkeypatch):
     gen = build_generator("openai", model="dall-e-3", size="1024x1024")
     assert recorded_name(json.loads(json.dumps(gen.identity))) == gen.name
     assert "sk-test" not in json.dumps(gen.identity)
+
+
+def test_a_planned_generator_loads_what_its_plan_checked_without_checking_again(monkeypatch):
+    """Each setting is checked once, against the pipeline class, before any weight loads."""
+    from lmms_genbench.generators import diffusers_plan
+    from lmms_genbench.smoke.pipelines import tiny_family_path
+
+    plan = DiffusersGenerator.plan(pretrained=str(tiny_family_path("sd3")), device="cpu", dtype="float32", steps=1,
+                                   width=32, height=32, max_sequence_length="300")
+    monkeypatch.setattr(rules, "check_call_settings", lambda *a: pytest.fail("checked again"))
+    monkeypatch.setattr(diffusers_plan, "pipeline_class", lambda *a: pytest.fail("model_index.json read again"))
+    loaded = plan.load()
+    assert loaded.name == plan.name and loaded.call_settings == {"max_sequence_length": 300}
