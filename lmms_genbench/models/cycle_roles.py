@@ -17,7 +17,7 @@ from ..engine import LazyDescriber, LmmsDescriber
 from ..generators import (GeneratorPlan, LazyGenerator, LazyUnified, build_generator_or_explain,
                           explain_generator_failure, plan_generator)
 
-__all__ = ["build_describer", "build_roles", "describer_identity", "generator_identity"]
+__all__ = ["build_describer", "build_roles", "describer_identity", "generator_identity", "load_planned"]
 
 
 def _otherwise(command: RunCommand) -> str:
@@ -84,7 +84,7 @@ def build_roles(command: RunCommand):
     except Exception as exc:
         raise explain_generator_failure(exc, generator, generator_args, otherwise) from exc
     if plan is not None and plan.load is not None:  # what the plan checked loads as it is: checked once
-        build = functools.partial(_load_planned, plan.load, generator, generator_args, otherwise)
+        build = functools.partial(load_planned, plan.load, generator, generator_args, otherwise)
     drawer = build() if plan is None else LazyGenerator(plan, build)
     try:
         drawer.identity = generator_identity(command, drawer)
@@ -93,7 +93,7 @@ def build_roles(command: RunCommand):
     return lazy_describer, drawer, True
 
 
-def _load_planned(load, name: str, args: dict[str, Any], otherwise: str):
+def load_planned(load, name: str, args: dict[str, Any], otherwise: str):
     """``load()``, or the one line :func:`build_generator_or_explain` gives for the same failure."""
     try:
         return load()

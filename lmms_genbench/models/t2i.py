@@ -23,6 +23,7 @@ from lmms_eval.utils import eval_logger  # the host's logger: what it shows by d
 
 from .. import preflight
 from ..command import read_command
+from .cycle_roles import load_planned
 from ..engine.cycle import chunked
 from ..core.errors import from_exception
 from ..core.keys import atomic_write
@@ -54,9 +55,12 @@ class TextToImageModel(lmms):
         output_dir = top.get("output_dir")
         self.output_dir = (Path(output_dir).expanduser() if output_dir else ArtifactStore().root / "t2i").resolve()
         self.generator_label = role.name
-        # the same one line as --model cycle's generator
-        self.generator = build_generator_or_explain(
-            self.generator_label, role.args, _OFFLINE if self.generator_label != "smoke" else "")
+        # the same one line as --model cycle's generator; what the preflight planned loads as it checked it
+        otherwise = _OFFLINE if self.generator_label != "smoke" else ""
+        if role.plan is not None and role.plan.load is not None:
+            self.generator = load_planned(role.plan.load, self.generator_label, role.args, otherwise)
+        else:
+            self.generator = build_generator_or_explain(self.generator_label, role.args, otherwise)
         self._drawn_any = False  # a first batch that fails whole stops the run
 
     def generate_until(self, requests) -> list[str]:
