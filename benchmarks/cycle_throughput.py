@@ -225,7 +225,7 @@ def build_networks(describer: str, args: argparse.Namespace, work: Path) -> tupl
         import real_size
 
         return real_size.networks(describer, args, work)
-    from lmms_genbench.models.cycle_args import smoke_describer_args
+    from lmms_genbench.command.cycle import smoke_describer_args
     from lmms_genbench.smoke.llava import QWEN2_VL_MAX_PIXELS, QWEN2_VL_MIN_PIXELS, tiny_qwen2_vl_path
 
     if describer == "qwen2_vl":

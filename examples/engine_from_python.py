@@ -10,7 +10,7 @@ from lmms_genbench.engine import ArtifactStore, ChainJob, ChainSpec, CycleEngine
 from lmms_genbench.generators import build_generator
 from lmms_genbench.metrics.scorers.genception import GENCEPTION
 from lmms_genbench.models.cycle import build_describer
-from lmms_genbench.models.cycle_args import smoke_describer_args
+from lmms_genbench.command.cycle import smoke_describer_args
 from lmms_genbench.tasks.mmeception.utils import P_DESC
 
 describer = build_describer("llava_hf", smoke_describer_args())

@@ -63,7 +63,7 @@ from PIL import Image
 
 from .core.args import as_int
 from .core.errors import from_exception, load_failure
-from .core.keys import slug_key, stable_hash
+from .core.keys import recorded_name
 from .core.model_args import identity_args
 
 #: Task and split our requests are filed under unless a caller names its own
@@ -131,13 +131,19 @@ def model_identity(name: str, args: Mapping[str, Any]) -> str:
     hash covers :func:`~lmms_genbench.core.model_args.identity_args`, which
     leaves out operational settings and credentials.
     """
+    return recorded_name(model_record(name, args))  # type: ignore[return-value]
+
+
+def model_record(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts :func:`model_identity` hashes, as the store writes them beside the folder
+    they name (``core.keys.recorded_name`` hashes them back)."""
     _check_model(name, args)
 
     shown = identity_args(dict(args))
     ident = str(shown.get("pretrained") or shown.get("model_version") or shown.get("model") or name)
     if os.path.isabs(ident) or os.path.exists(ident):
         ident = os.path.basename(os.path.normpath(ident))  # a local folder: its name reads best
-    return f"{name}-{slug_key(ident, 32)}-{stable_hash(shown, 8)}"
+    return {"recipe": "model_name", "model": name, "label": ident, "args": shown}
 
 
 def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str = DEFAULT_SPLIT,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from .common import EXIT_FAIL, EXIT_OK, command
@@ -14,6 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model_args", default="", help="the same --model_args string as the run's")
     parser.add_argument("--tasks", default="", help="the run's --tasks (comma-separated)")
     parser.add_argument("--output_path", default=None, help="the run's --output_path (checked writable)")
+    parser.add_argument("--include_path", default=None, help="the run's --include_path (more task folders)")
     parser.add_argument("--num_processes", type=int, default=1,
                         help="processes the run is launched with (accelerate launch --num_processes): GPUs needed")
     parser.set_defaults(extra=[])
@@ -31,12 +33,17 @@ def run(args: argparse.Namespace) -> int:
     start (LMMS_GENBENCH_PREFLIGHT=0 turns that off)."""
     from lmms_eval.utils import simple_parse_args_string
 
+    from ..command import read_command
     from ..preflight import check_run, format_problems
     from ..preflight.tasks import unknown_tasks
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    problems = check_run(args.model, simple_parse_args_string(args.model_args) if args.model_args else {}, tasks,
-                         args.output_path, max(1, args.num_processes))
+    # lmms-eval's own reading of --model_args (what the run's model is given), then ours, once
+    command = read_command(args.model, simple_parse_args_string(args.model_args) if args.model_args else {}, tasks,
+                           args.output_path, max(1, args.num_processes))
+    if args.include_path:
+        command = dataclasses.replace(command, include_path=tuple(args.include_path.split(",")))
+    problems = check_run(command)
     prog = "lmms-genbench check"
     if len(problems) == 1:
         print(f"{prog}: error: {problems[0].line()}", file=sys.stderr)

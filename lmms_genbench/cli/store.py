@@ -1,5 +1,5 @@
-"""``lmms-genbench store {verify,merge}``: check (and repair) an artifact store; merge the
-stores of independent jobs.
+"""``lmms-genbench store {verify,show,merge}``: check (and repair) an artifact store; show what
+made each of its namespaces; merge the stores of independent jobs.
 
 A new ``store`` action adds its ``actions.add_parser(...)`` in :func:`add_parser` and its
 handler here (or in its own module of this package, imported by the handler)."""
@@ -95,12 +95,50 @@ def _run_store_merge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_store_show(args: argparse.Namespace) -> int:
+    """Print what made each namespace under FOLDER (the identity.json beside its hashed folder
+    name: model, ids and revisions or folder, weight digests, dtype, every setting in the key),
+    each checked against its folder's name. Exit 1 when one does not hash to its name, or none
+    is found."""
+    import json
+
+    from lmms_genbench.core.errors import ActionableError
+    from lmms_genbench.store.identity import check_identity, identity_folders
+
+    root = Path(args.folder).expanduser()
+    if not root.is_dir():
+        print(f"lmms-genbench store show: error: {root} is not a folder. Fix: give the artifact store's folder "
+              "or one of its namespaces", file=sys.stderr)
+        return EXIT_USAGE
+    shown = refused = 0
+    for folder in identity_folders(root):
+        try:
+            record = check_identity(folder)
+        except ActionableError as exc:
+            refused += 1
+            print(f"{folder}: refused: {exc.cause}")
+            continue
+        shown += 1
+        print(f"{folder}:")
+        print("  " + json.dumps(record, indent=2, sort_keys=True, default=str).replace("\n", "\n  "))
+    if not shown and not refused:
+        print(f"lmms-genbench store show: error: no identity.json under {root} (a store written before identities "
+              "were recorded). Fix: rerun the same command over the store: it writes them, computing nothing",
+              file=sys.stderr)
+        return EXIT_FAIL
+    print(f"{shown} namespaces shown, {refused} refused")
+    return EXIT_FAIL if refused else EXIT_OK
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     actions = group(subparsers, "store", help="check and merge artifact stores")
     verify = command(actions, _run_store_verify, "verify",
                      help="report hops that are missing, truncated, undecodable, edited or drawn from another input")
     verify.add_argument("folder", metavar="FOLDER", help="the artifact store, or any folder inside it")
     verify.add_argument("--repair", action="store_true", help="quarantine refused hops (the next run recomputes them)")
+    show = command(actions, _run_store_show, "show",
+                   help="print what made each namespace (its identity.json), checked against the folder's name")
+    show.add_argument("folder", metavar="FOLDER", help="the artifact store, or any folder inside it")
     merge = command(actions, _run_store_merge, "merge",
                     help="merge stores of independent jobs (shard=i/n, per-node stores) by content hash")
     merge.add_argument("stores", nargs="+", metavar="STORE", help="artifact store folders (model_args artifacts=)")

@@ -22,6 +22,8 @@ import traceback
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from .failures import ProbeFailure
+
 __all__ = ["NETWORK_ERRORS", "VERBOSITY_ENV", "ActionableError", "Interrupted", "printable", "WrongModelError", "describe", "error_chain", "from_exception",
            "load_failure", "network_error", "one_line"]
 
@@ -177,6 +179,12 @@ def load_failure(
     for a local path that does not exist, says so. ``otherwise``: another way out."""
     otherwise = f", or {otherwise}" if otherwise else ""
     weight = next((key for key in WEIGHT_ARGS if args.get(key) not in (None, "")), None)
+    if any(isinstance(e, ProbeFailure) for e in error_chain(exc)):  # it loaded: what failed is drawing
+        given = f" with {prefix}{weight}={args[weight]}" if weight else ""
+        return from_exception(
+            exc, f"the {role} {name} loaded{given} but did not draw its probe picture",
+            f"change what its error names among the {prefix}<arg> values (size, steps, settings){otherwise}",
+        )
     if weight is None:
         return from_exception(
             exc, f"the {role} {name} did not load",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GenerationFailure", "GeneratorConfigError"]
+__all__ = ["GenerationFailure", "GeneratorConfigError", "ProbeFailure"]
 
 
 @dataclass(frozen=True)
@@ -34,3 +34,8 @@ class GeneratorConfigError(RuntimeError):
     def __init__(self, message: str, fix: str = "") -> None:
         super().__init__(message)
         self.fix = fix
+
+
+class ProbeFailure(RuntimeError):
+    """A generator loaded but could not draw its probe picture: its error says "did not draw",
+    not "did not load" (:func:`lmms_genbench.core.errors.load_failure`)."""

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
-    "atomic_write", "generator_name", "json_nulls", "settings_hash", "slug", "slug_key", "stable_hash", "strict_json",
+    "atomic_write", "generator_name", "json_nulls", "model_name", "name_record", "recorded_name", "settings_hash", "slug",
+    "slug_key", "stable_hash", "strict_json",
 ]
 
 
@@ -90,6 +91,30 @@ def settings_hash(settings: Mapping[str, Any]) -> str:
 def generator_name(prefix: str, label: str, settings: Mapping[str, Any]) -> str:
     """``<prefix>-<slug of label>-<hash of settings>``: changes whenever the output can."""
     return f"{prefix}-{slug(label)}-{settings_hash(settings)}"
+
+
+def model_name(model: str, label: str, args: Mapping[str, Any]) -> str:
+    """``<model>-<slug_key of label>-<hash of args>``: an lmms-eval model's name in the store
+    (``host.model_identity`` picks the label and the args that decide its output)."""
+    return f"{model}-{slug_key(label, 32)}-{stable_hash(dict(args), 8)}"
+
+
+#: how a name was made from the parts a store's identity file records (:func:`recorded_name`)
+RECIPES: dict[str, Callable[..., str]] = {
+    "generator_name": lambda r: generator_name(r["prefix"], r["label"], r["settings"]),
+    "model_name": lambda r: model_name(r["model"], r["label"], r["args"]),
+}
+
+
+def name_record(prefix: str, label: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of :func:`generator_name`, as a store writes them beside the folder they name."""
+    return {"recipe": "generator_name", "prefix": prefix, "label": label, "settings": dict(settings)}
+
+
+def recorded_name(record: Mapping[str, Any]) -> str | None:
+    """The name ``record``'s parts hash to (its ``recipe``); None when it names no recipe."""
+    recipe = RECIPES.get(str(record.get("recipe")))
+    return recipe(record) if recipe is not None else None
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], Any]) -> None:

@@ -31,6 +31,11 @@ def identity_args(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def public_args(args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` as given, credentials left out: what a store may write down."""
+    return {k: v for k, v in sorted(args.items()) if not any(word in k.lower() for word in _SECRET_WORDS)}
+
+
 def split_prefixed(kwargs: dict[str, Any], prefixes: tuple[str, ...]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Split ``{"describer.pretrained": x, "foo": y}`` into per-prefix dicts and the rest."""
     grouped: dict[str, dict[str, Any]] = {p: {} for p in prefixes}

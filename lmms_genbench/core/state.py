@@ -35,8 +35,6 @@ SLOTS = MappingProxyType({
     "network_views": "metrics.networks.loading: views of those networks per call options, so callers "
                      "asking the same share one object and its counters",
     "fid_resizer": "metrics.networks.inception: clean-fid's resize kernel, built once at first use",
-    "warned_ignored": "generators.diffusers_backend: each ignored pipeline setting is warned about once "
-                      "per process (a plan and its build both meet it)",
     "chef_pools": "chef.recipe: ChEF's in-context example pools, registered by a task's process_docs and "
                   "read by its doc_to_text, which lmms-eval calls apart with only the doc",
     "secrets": "core.secrets: keys given in --model_args (describer.api_key=...), masked by value in every "

@@ -6,21 +6,21 @@ this module is imported, so listing backends stays cheap.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
-from ..core.deps import require
 from ..core import state
-from ..core.keys import generator_name
+from ..core.args import ArgumentError
+from ..core.deps import require
+from ..core.failures import GenerationFailure, ProbeFailure
 from . import pipeline_rules as rules
-from ..core.failures import GenerationFailure
 from .base import GenerationResult
-from .common import DTYPES, check_device, check_image, describe_error, log_info, resolve_dtype
+from .common import check_image, describe_error, log_info
+from .diffusers_plan import DiffusersRequest, name_request, read_request
 from .lazy import GeneratorPlan
-from .weights import folder_identity, is_local_folder, legacy_identity
 
 logger = logging.getLogger(__name__)
 
@@ -91,56 +91,34 @@ class DiffusersGenerator:
         offload: str = "none",
         **call_settings: Any,
     ) -> None:
-        # Validate everything before importing torch or loading gigabytes.
-        self.pretrained = as_str("pretrained", pretrained, optional=True)
-        if pipeline is None and self.pretrained is None:
-            raise ArgumentError(
-                "pretrained: expected a diffusers pipeline id or local path "
-                "(or pass pipeline=); got None"
-            )
-        dtype_choice = as_choice("dtype", dtype, DTYPES)
-        self.device = str(as_str("device", device))
-        self.steps = as_int("steps", steps, minimum=1, optional=True)
-        self.guidance = as_float("guidance", guidance, minimum=0.0, optional=True)
-        self.width = _pixels("width", width)
-        self.height = _pixels("height", height)
-        self.batch_size = int(as_int("batch_size", batch_size, minimum=1))  # type: ignore[arg-type]
-        self.negative_prompt = as_str("negative_prompt", negative_prompt, optional=True)
-        self.revision = as_str("revision", revision, optional=True)
-        self.offload = as_choice("offload", offload, OFFLOAD)
+        # naming (every argument checked, the pipeline's class read, no weights) is its own step:
+        # a plan stops there (plan()) and loads what it named later (from_request()); here both at once
+        self._load(read_request(pretrained, pipeline, dtype, device, steps, guidance, width, height, batch_size,
+                                negative_prompt, revision, offload, **call_settings), pipeline)
+
+    @classmethod
+    def from_request(cls, request: DiffusersRequest) -> DiffusersGenerator:
+        """The generator ``request`` names, its weights loaded (the request checked already)."""
+        generator = cls.__new__(cls)
+        generator._load(request, None)
+        return generator
+
+    def _load(self, request: DiffusersRequest, pipeline: Any) -> None:
+        self.pretrained, self.device, self.revision = request.pretrained, request.device, request.revision
+        self.steps, self.guidance, self.width, self.height = request.steps, request.guidance, request.width, request.height
+        self.batch_size, self.offload, self.dtype = request.batch_size, request.offload, request.dtype
         self._torch = require("torch", "the diffusers generator")
-        torch_device = check_device(self._torch, self.device)
-        if self.offload != "none" and torch_device.type == "cpu":
-            raise ArgumentError(f"offload: {self.offload} moves weights between the CPU and an accelerator; "
-                                "with device=cpu they are on the CPU already: give offload=none or an accelerator")
-        planned = isinstance(pipeline, PlannedPipeline)
-        # the class the settings are checked against, before any weight loads: an object's own, a
-        # plan's, or the one a folder's or hub id's model_index.json names (None: known once loaded)
-        if planned:
-            cls: type | None = pipeline.cls
-        elif pipeline is not None:
-            cls = type(pipeline)
-        else:
-            cls = _pipeline_class(self.pretrained, self.revision)
-        self.call_settings = dict(call_settings)
-        if cls is not None:
-            self.call_settings = rules.check_call_settings(cls, call_settings)
-            self._drop_ignored(cls)
-
-        self.dtype = resolve_dtype(self._torch, dtype_choice, torch_device, None if planned else pipeline)
-        if planned:  # only the artifact name is wanted: nothing is loaded, checked or logged further
-            self.pipeline, self._budget, self.text_budget = None, {}, {}
-            self._name(pipeline.cls, torch_device.type)
-            return
-
         loaded = pipeline is None
         if loaded:
-            pipeline = _load_pipeline(self.pretrained, self.dtype, self.device,  # type: ignore[arg-type]
-                                      self.revision, self.offload)
-            cls = type(pipeline)
-            self.call_settings = rules.check_call_settings(cls, call_settings)
-            self._drop_ignored(cls)
+            pipeline = _load_pipeline(request.pretrained, request.dtype, request.device,  # type: ignore[arg-type]
+                                      request.revision, request.offload)
+            if request.pipeline_cls is None:  # a hub id not at hand before: its class is known now
+                request = request.with_class(type(pipeline))
+        cls = request.pipeline_cls
         assert cls is not None
+        for setting, why in request.ignored.items():
+            logger.warning("diffusers: generator.%s is ignored and left out of the artifact key: %s", setting, why)
+        self.call_settings, self.negative_prompt = dict(request.call_settings), request.negative_prompt
         if hasattr(pipeline, "set_progress_bar_config"):
             # A tqdm bar per batch drowns the harness's own progress output.
             pipeline.set_progress_bar_config(disable=True)
@@ -160,7 +138,10 @@ class DiffusersGenerator:
         if budget:
             log_info(logger, "diffusers: %s reads %s of each prompt; the tokens cut are recorded per hop",
                      cls.__name__, ", ".join(f"{t} tokens with {e} ({m})" for e, (m, _tok, t) in budget.items()))
-        self._name(cls, torch_device.type)
+        naming = name_request(request)
+        #: what keys the store; names stores written by earlier versions gave the same drawing; the
+        #: identity written beside the store's folder
+        self.name, self.legacy_names, self.identity = naming.name, naming.legacy_names, naming.identity
         if loaded:
             self._probe()
 
@@ -170,52 +151,12 @@ class DiffusersGenerator:
         where the pipeline's class is not at hand (a hub id not downloaded yet: build it)."""
         if kwargs.get("pipeline") is not None or kwargs.get("pretrained") is None:
             return None  # an injected pipeline is loaded already; no pretrained: the constructor says why
-        torch = require("torch", "the diffusers generator")
-        pipeline_cls = _pipeline_class(str(kwargs["pretrained"]), kwargs.get("revision"))
-        if pipeline_cls is None:
+        request = read_request(**kwargs)
+        if request.pipeline_cls is None:
             return None
-        choice = as_choice("dtype", kwargs.get("dtype", "auto"), DTYPES)
-        device = check_device(torch, str(as_str("device", kwargs.get("device", "cuda"))))
-        dtype = resolve_dtype(torch, choice, device, None)
-        planned = cls(**{**kwargs, "dtype": dtype, "pipeline": PlannedPipeline(pipeline_cls, getattr(torch, dtype))})
-        return GeneratorPlan(planned.name, planned.batch_size, planned.legacy_names)
-
-    def _name(self, pipeline_cls: type, device_type: str) -> None:
-        """Set :attr:`name` (what keys the store) and :attr:`legacy_names` (names stores written
-        before whole-file weight hashing gave the same settings: :func:`.weights.adopt_legacy`)."""
-        self.name = generator_name("diffusers", *self._key(pipeline_cls, device_type))
-        self.legacy_names: tuple[str, ...] = ()
-        if self.pretrained is not None and is_local_folder(self.pretrained):
-            legacy = self._key(pipeline_cls, device_type, f"weights:{legacy_identity(self.pretrained)}")
-            self.legacy_names = (generator_name("diffusers", *legacy),)
-
-    def _key(self, pipeline_cls: type, device_type: str, identity: str | None = None) -> tuple[str, dict[str, Any]]:
-        """The label and the settings that name this generator's artifacts (``identity``: of a
-        local folder, else its :func:`.weights.folder_identity`)."""
-        label = self.pretrained or pipeline_cls.__name__
-        if self.pretrained is not None and is_local_folder(self.pretrained):
-            # a moved folder keeps its images, weights replaced in place do not
-            label = pipeline_cls.__name__
-            identity = identity or f"weights:{folder_identity(self.pretrained)}"
-        identity = identity or label
-        settings: dict[str, Any] = {
-            "pretrained": identity,
-            "steps": self.steps,
-            "guidance": self.guidance,
-            "width": self.width,
-            "height": self.height,
-            "dtype": self.dtype,
-            "negative_prompt": self.negative_prompt,
-            # The seeded noise comes from this device's RNG, which differs
-            # between CPU and CUDA for the same seed.
-            "device": device_type,
-        }
-        # present only when set, so the keys of stores written before they existed stay
-        if self.call_settings:
-            settings["call"] = dict(sorted(self.call_settings.items()))
-        if self.revision is not None:
-            settings["revision"] = self.revision
-        return label, settings
+        naming = name_request(request)
+        return GeneratorPlan(naming.name, request.batch_size, naming.legacy_names, identity=naming.identity,
+                             load=functools.partial(cls.from_request, request))
 
     def _check_sizes(self, pipeline: Any) -> None:
         multiple = rules.size_multiple(pipeline)
@@ -227,18 +168,6 @@ class DiffusersGenerator:
                     f"(VAE scale factor x patch size); got {value}, nearest {max(low, multiple)} or {low + multiple}"
                 )
 
-    def _drop_ignored(self, cls: type) -> None:
-        settings = {**self.call_settings, "negative_prompt": self.negative_prompt}
-        for setting, why in rules.ignored_settings(cls, settings).items():
-            warned = state.slot("warned_ignored", set)  # once per process: a plan and its build both get here
-            if (cls, setting) not in warned:
-                warned.add((cls, setting))
-                logger.warning("diffusers: generator.%s is ignored and left out of the artifact key: %s", setting, why)
-            if setting == "negative_prompt":
-                self.negative_prompt = None
-            else:
-                self.call_settings.pop(setting, None)
-
     def _probe(self) -> None:
         """One picture (one step, one prompt, the run's size) right after loading: a pipeline that
         cannot draw fails here, before any doc is described, with the pipeline's own error."""
@@ -247,7 +176,7 @@ class DiffusersGenerator:
             (result,) = self._call(["a probe picture"], [0])
         except Exception as exc:
             self._free_accelerator_memory()
-            raise RuntimeError(f"the pipeline could not draw its probe picture (1 step, "
+            raise ProbeFailure(f"the pipeline could not draw its probe picture (1 step, "
                                f"{self.width or 'default'}x{self.height or 'default'} px): "
                                f"{describe_error(exc)}") from exc
         finally:
@@ -355,44 +284,6 @@ class DiffusersGenerator:
         cuda = getattr(self._torch, "cuda", None)
         if cuda is not None and cuda.is_available():
             cuda.empty_cache()
-
-
-def _pixels(arg: str, value: Any) -> int | None:
-    pixels = as_int(arg, value, minimum=8, optional=True)
-    if pixels is not None and pixels % 8:
-        raise ArgumentError(f"{arg}: expected a multiple of 8 or none; got {value!r}")
-    return pixels
-
-
-#: generator.offload values
-OFFLOAD = ("none", "model", "sequential")
-
-
-class PlannedPipeline:
-    """Stands in for a pipeline not loaded yet while its generator's name is computed: the
-    class its ``model_index.json`` names and the dtype it would load in."""
-
-    def __init__(self, cls: type, dtype: Any) -> None:
-        self.cls = cls
-        self.dtype = dtype
-
-
-def _pipeline_class(pretrained: str | None, revision: str | None) -> type | None:
-    """The pipeline class named by the checkpoint's ``model_index.json``, read without loading
-    weights: from the folder or the Hugging Face cache, else (a hub id not downloaded yet, where
-    going online is allowed) that one small file from the Hub. None when it is not at hand."""
-    if not pretrained:
-        return None
-    diffusers = require("diffusers", "the diffusers generator")
-    tries = (True,) if is_local_folder(pretrained) else (True, False)
-    for local_only in tries:
-        try:
-            config = diffusers.DiffusionPipeline.load_config(pretrained, revision=revision,
-                                                             local_files_only=local_only)
-        except Exception:  # not there (offline, no such id, no pipeline there): checked after loading
-            continue
-        return getattr(diffusers, str(config.get("_class_name")), None)
-    return None
 
 
 def _dtype_argument() -> str:

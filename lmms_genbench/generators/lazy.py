@@ -12,10 +12,11 @@ built at once, as before.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import ActionableError
 from .base import GenerationResult, Generator
 
 __all__ = ["GeneratorPlan", "LazyGenerator", "LazyUnified", "plan_generator", "plan_registered"]
@@ -29,6 +30,12 @@ class GeneratorPlan:
     batch_size: int
     #: names the same generator had in stores written by earlier versions (adopted, not redrawn)
     legacy_names: tuple[str, ...] = ()
+    #: what made the name, written readably beside the store's folder (``core.keys.name_record``
+    #: and what else says which drawing it is); empty: the store writes the name alone
+    identity: Mapping[str, Any] = field(default_factory=dict)
+    #: loads what the plan names, its arguments checked by the plan already (None: the caller
+    #: builds from the arguments, checking them again)
+    load: Callable[[], Any] | None = None
 
 
 class LazyGenerator:
@@ -41,6 +48,7 @@ class LazyGenerator:
         self.name = plan.name
         self.batch_size = plan.batch_size
         self.legacy_names = plan.legacy_names
+        self.identity = dict(plan.identity)
         self._build = build
         self._lock = threading.Lock()
         self.loaded: Generator | None = None
@@ -49,11 +57,11 @@ class LazyGenerator:
         with self._lock:
             if self.loaded is None:
                 built = self._build()
-                if built.name != self.name:
-                    raise RuntimeError(
-                        f"the generator loaded as {built.name!r} but was planned as {self.name!r}: "
-                        "its plan and its constructor disagree (a bug in the backend's plan)"
-                    )
+                if built.name != self.name:  # one line and exit 1, not a traceback lmms-eval ends with 0
+                    raise ActionableError(
+                        f"the generator loaded as {built.name!r} but was planned as {self.name!r}: its plan and "
+                        "its constructor disagree (a bug in the backend's plan; nothing was drawn under either)",
+                        "report it with the command line; a run without this generator.<arg> may avoid it")
                 self.loaded = built
             return self.loaded
 

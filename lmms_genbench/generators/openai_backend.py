@@ -33,7 +33,7 @@ import httpx
 from PIL import Image
 
 from ..core.args import ArgumentError, as_float, as_int, as_str
-from ..core.keys import generator_name
+from ..core.keys import generator_name, name_record
 from ..core.failures import GenerationFailure, GeneratorConfigError
 from .base import GenerationResult
 
@@ -137,16 +137,10 @@ class OpenAIImageGenerator:
         # Swappable so tests can record waits instead of sleeping.
         self._sleep: Callable[[float], None] = time.sleep
 
-        self.name = generator_name(
-            "openai",
-            self.model,
-            {
-                "model": self.model,
-                "base_url": self.base_url,
-                "size": self.size,
-                "quality": self.quality,
-            },
-        )
+        settings = {"model": self.model, "base_url": self.base_url, "size": self.size, "quality": self.quality}
+        self.name = generator_name("openai", self.model, settings)
+        #: what made the name, written beside the store's folder (store/identity.py)
+        self.identity = name_record("openai", self.model, settings)
 
     def __repr__(self) -> str:
         return (

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,8 @@ from ..core.args import ArgumentError
 
 __all__ = [
     "LENGTH_WARNING", "TRUNCATION_WARNING", "check_call_settings", "counted_tokenizers", "ignored_settings",
-    "passable_settings", "size_multiple", "text_budget", "token_cuts", "truncation_filter", "uses_resolution_binning",
+    "legacy_call_settings", "normalise", "passable_settings", "setting_type", "size_multiple", "text_budget",
+    "token_cuts", "truncation_filter", "uses_resolution_binning",
 ]
 
 #: constructor arguments of the generator that set a ``__call__`` argument: given once, by their own name
@@ -64,10 +66,9 @@ def passable_settings(pipeline_cls: type) -> dict[str, Any]:
     return out
 
 
-def _coerce(name: str, value: Any, default: Any) -> Any:
-    """A command-line string as the type the pipeline's default has (or the literal it spells).
-    A number lmms-eval's parser already made an int is a float where the default is one, so
-    ``true_cfg_scale=2`` keys the same through either door."""
+def _legacy_coerce(name: str, value: Any, default: Any) -> Any:
+    """How a setting was keyed before values were normalised to the parameter's type (kept only
+    to find stores keyed that way: :func:`legacy_call_settings`)."""
     if not isinstance(value, str):
         if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
@@ -87,6 +88,63 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
             continue
     if isinstance(default, (int, float)):
         raise ArgumentError(f"{name}: expected a number; got {value!r}")
+    return text
+
+
+#: the scalar types a setting can be normalised to, by how an annotation spells them
+_KINDS = {"bool": bool, "int": int, "float": float, "str": str}
+
+
+def setting_type(param: inspect.Parameter) -> type | None:
+    """The type of a ``__call__`` argument: its default's, else the one scalar its annotation
+    names (``Optional[int]``, ``int | None``, ``"float"``); None when neither says."""
+    default = param.default
+    if default is not param.empty and type(default) in (bool, int, float, str):
+        return type(default)
+    annotation = param.annotation
+    if annotation is param.empty:
+        return None
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None) or repr(annotation)
+    named = {kind for word, kind in _KINDS.items() if re.search(rf"\b{word}\b", str(text))}
+    return named.pop() if len(named) == 1 else None
+
+
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def normalise(name: str, value: Any, kind: type | None) -> Any:
+    """``value`` (a command-line string, or what lmms-eval's parser made of it) as ``kind``, so
+    one setting keys one way: ``0``/``false`` -> False for a bool, ``512.0`` -> 512 for an int,
+    ``2`` -> 2.0 for a float; ``none``/``null`` -> None. A value ``kind`` cannot hold is refused
+    naming the type."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("none", "null"):
+            return None
+    else:
+        text = value
+    if value is None or kind is None:
+        return _legacy_coerce(name, value, None)
+    if kind is bool:
+        word = str(text).strip().lower() if not isinstance(text, bool) else str(text).lower()
+        if isinstance(text, float) and text in (0.0, 1.0):
+            word = str(int(text))
+        if word in _TRUE or word in _FALSE:
+            return word in _TRUE
+        raise ArgumentError(f"{name}: expected true or false (a bool); got {value!r}")
+    if kind in (int, float):
+        try:
+            number = float(text) if isinstance(text, str) else text
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise ValueError
+        except ValueError:
+            raise ArgumentError(f"{name}: expected {'an integer' if kind is int else 'a number'} "
+                                f"({kind.__name__}); got {value!r}") from None
+        if kind is float:
+            return float(number)
+        if number != number or abs(number) == float("inf") or number != int(number):
+            raise ArgumentError(f"{name}: expected an integer (int); got {value!r}")
+        return int(number)
     return text
 
 
@@ -110,19 +168,44 @@ def _accepted(name: str, passable: Mapping[str, Any], room: int) -> str:
     return text
 
 
-def check_call_settings(pipeline_cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
-    """``given`` checked against the pipeline's ``__call__`` and coerced; an unknown name is refused
-    with the names it accepts."""
+def _checked_names(pipeline_cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given``'s names checked against the pipeline's ``__call__``: an unknown one is refused with
+    the names it accepts. Returns name -> the parameter's default."""
     passable = passable_settings(pipeline_cls)
-    out = {}
     for name, value in sorted(given.items()):
         if name in OWN:
             raise ArgumentError(f"{name}: set it as generator.{OWN[name]}; got generator.{name}={value!r}")
         if name not in passable:
             head = f"unknown argument {name!r}: {pipeline_cls.__name__} takes none of that name; generator.<arg> "
             raise ArgumentError(head + _accepted(name, passable, MESSAGE_CHARS - len(head)))
-        out[name] = _coerce(name, value, passable[name])
+    return passable
+
+
+def check_call_settings(pipeline_cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` checked against the pipeline's ``__call__``, each value normalised to its
+    parameter's type (:func:`normalise`); a value equal to the parameter's default is left out,
+    as if not given (it draws the same, so it keys the same). An unknown name is refused with
+    the names it accepts."""
+    passable = _checked_names(pipeline_cls, given)
+    params = _call_parameters(pipeline_cls)
+    out = {}
+    for name, value in sorted(given.items()):
+        value = normalise(name, value, setting_type(params[name]))
+        default = passable[name]
+        if value == default and type(value) is type(default):
+            continue
+        out[name] = value
     return out
+
+
+def legacy_call_settings(pipeline_cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` as stores written before :func:`normalise` keyed it (defaults kept, ``0`` for
+    a bool kept): only to find those stores and adopt them (:func:`.weights.adopt_legacy`)."""
+    passable = _checked_names(pipeline_cls, given)
+    try:
+        return {name: _legacy_coerce(name, value, passable[name]) for name, value in sorted(given.items())}
+    except ArgumentError:
+        return {}
 
 
 def ignored_settings(pipeline_cls: type, settings: Mapping[str, Any]) -> dict[str, str]:

@@ -56,7 +56,8 @@ from lmms_eval.api.model import lmms
 
 from .. import host, preflight
 from ..core.model_args import optional_int, split_prefixed
-from .cycle_args import OFFLINE_HINT, smoke_describer_args
+from ..command import read_command
+from ..command.cycle import OFFLINE_HINT
 
 logger = logging.getLogger(__name__)
 
@@ -175,13 +176,12 @@ class ChefModel(lmms):
                 f"unknown model_args for chef: {sorted(unknown)}; inner-model arguments take a "
                 "prefix, e.g. inner.pretrained=... (judge model: judge.pretrained=...)"
             )
-        inner_args = grouped["inner"]
-        if preset is not None:
-            if preset != "smoke":
-                raise ValueError(f"model_args preset must be 'smoke', got {preset!r}")
-            inner = inner or "llava_hf"
-            if inner == "llava_hf":
-                inner_args = {**smoke_describer_args(), **inner_args}
+        if preset is not None and preset != "smoke":
+            raise ValueError(f"model_args preset must be 'smoke', got {preset!r}")
+        # read once (command/): the preflight and the inner model take what was read (the smoke preset applied)
+        command = read_command("chef", {"inner": inner, "preset": preset, "judge": judge, **kwargs})
+        inner_role = next((r for r in command.roles if r.prefix == "inner."), None)
+        inner, inner_args = (inner_role.name, inner_role.args) if inner_role else (None, {})
         if not inner:
             raise ValueError("model_args inner is required (an lmms-eval model name such as llava_hf), or use preset=smoke")
         if ll_returns not in LL_RETURNS:
@@ -189,14 +189,14 @@ class ChefModel(lmms):
         if ppl not in ("auto", "lmms", "hf"):
             raise ValueError(f"model_args ppl must be auto, lmms or hf, got {ppl!r}")
         # what the run needs (the inner model's and judge's weights, devices, keys, datasets), before they load
-        preflight.at_start("chef", {"inner": inner, "preset": preset, "judge": judge, **kwargs})
+        preflight.at_start(command)
         self.ll_returns = ll_returns
         self.cot_max_new_tokens = optional_int("cot_max_new_tokens", cot_max_new_tokens) or 256
         self.answer_max_new_tokens = optional_int("answer_max_new_tokens", answer_max_new_tokens) or 32
         self.judge_temperature = float(judge_temperature)
         self.judge_image = judge_image not in (False, "false", "False", 0, "0")
 
-        self.inner = host.build_model(inner, inner_args, role="inner model", prefix="inner.", otherwise=OFFLINE_HINT)
+        self.inner = host.build_model(inner, inner_args, role="inner model", prefix="inner.", otherwise=OFFLINE_HINT if preset is None else "")
         self.inner_name = inner
         from ..chef.option_logprob import supports_hf_scoring
 

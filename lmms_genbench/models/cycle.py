@@ -28,79 +28,19 @@ from typing import Any
 from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows at --verbosity INFO
 
-from .. import host, preflight
-from ..engine import (ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine, LazyDescriber,
-                      LmmsDescriber)
-from ..generators import (GeneratorConfigError, LazyGenerator, LazyUnified, build_generator_or_explain,
-                          config_failure, explain_generator_failure, plan_generator)
-from ..generators.weights import adopt_legacy
-from .throughput import log_engine_run
+from .. import preflight
+from ..command import read_command
+from ..command.cycle import in_shard
 from ..core import state
-from ..core.errors import from_exception, load_failure
-from .cycle_args import (OFFLINE_HINT, VLLM_CPU_MEMORY_FRACTION, CycleArgs, in_shard,
-                         parse_model_args)
+from ..core.errors import from_exception
+from ..engine import ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine
+from ..generators import GeneratorConfigError, config_failure
+from ..generators.weights import adopt_legacy
+from ..store.identity import IDENTITY_FILE, check_identity, write_identity
+from .cycle_roles import build_describer, build_roles
+from .throughput import log_engine_run
 
 __all__ = ["CycleModel", "build_describer"]
-
-
-def _build_roles(args: CycleArgs):
-    """The describer and generator ``args`` name, and whether they may run on two threads at once.
-
-    A role that does not load stops the run with one line naming its weights
-    argument (:class:`~lmms_genbench.core.errors.ActionableError`): at its first use,
-    or here for a unified model and a generator backend without a plan."""
-    describer, describer_args = args.describer, args.describer_args
-    generator, generator_args = args.generator, args.generator_args
-    unified, unified_args = args.unified, args.unified_args
-    if unified:
-        from ..generators.unified import build_unified, plan_unified, unified_concurrency
-
-        def explain(exc: Exception):  # the one line, at start (plan) or at first use (build)
-            return load_failure(exc, "unified model", unified, unified_args, "unified.", OFFLINE_HINT)
-
-        def build():
-            try:
-                return build_unified(unified, **unified_args)
-            except Exception as exc:
-                raise explain(exc) from exc
-
-        try:
-            plan = plan_unified(unified, unified_args)
-        except Exception as exc:
-            raise explain(exc) from exc
-        if plan is None:  # a class without a plan loads now, as before
-            model = build()
-            return model, model, bool(getattr(model, "concurrent", False))
-        concurrent = unified_concurrency(unified)
-        model = LazyUnified(plan, build, concurrent)  # its weights load at first use, as below
-        return model, model, concurrent
-    # the weights load on first use, so a run whose hops are all stored loads neither (issue 24);
-    # what can be checked without them (names, arguments, devices) is checked now, before any doc
-    host.model_class(describer, role="describer")
-    lazy_describer = LazyDescriber(host.model_identity(describer, describer_args),
-                                   functools.partial(build_describer, describer, describer_args))
-    build = functools.partial(build_generator_or_explain, generator, generator_args, OFFLINE_HINT)
-    try:
-        plan = plan_generator(generator, generator_args)
-    except Exception as exc:
-        raise explain_generator_failure(exc, generator, generator_args, OFFLINE_HINT) from exc
-    return lazy_describer, (build() if plan is None else LazyGenerator(plan, build)), True
-
-
-def build_describer(name: str, args: dict[str, Any]):
-    """Instantiate a registered lmms-eval model by name with its own arguments."""
-    otherwise = OFFLINE_HINT
-    if name == "vllm":
-        # vLLM's engine fails in a child process; the parent sees only "initialization
-        # failed", most often for memory: say which argument decides it
-        otherwise = (
-            f"if vLLM's log above blames memory, change describer.gpu_memory_utilization (here "
-            f"{args.get('gpu_memory_utilization', 'the class default 0.8')}): the fraction of the GPU's "
-            f"memory, or without CUDA of the RAM (default {VLLM_CPU_MEMORY_FRACTION} there), that vLLM "
-            f"reserves for the weights and the KV cache; or {OFFLINE_HINT}"
-        )
-    model = host.build_model(name, args, role="describer", prefix="describer.", otherwise=otherwise)
-    return LmmsDescriber(model, host.model_identity(name, args))
 
 
 #: doc fields a chain's key is read from, first present wins
@@ -174,6 +114,10 @@ _READ_ONLY = {errno.EROFS: "it is on a read-only filesystem", errno.EACCES: "thi
               errno.EPERM: "this user may not write there"}
 
 
+def _write_identity(path, identity) -> None:
+    write_identity(path.parent, identity)
+
+
 def _computed_nothing(record: Any) -> bool:
     """Whether a runs.jsonl record tells of a run that stored nothing new."""
     if not isinstance(record, dict):
@@ -182,7 +126,7 @@ def _computed_nothing(record: Any) -> bool:
     return bool(counts) and not any(counts)
 
 
-def _write_or_explain(write, path, payload) -> None:
+def _write_or_explain(write, path, payload, root=None) -> None:
     """``write(path, payload)``, a store write of the model itself (``store.write_json`` of
     ``protocol.json``, ``store.append_jsonl`` of ``runs.jsonl``), made safe for a store
     that cannot be written.
@@ -192,15 +136,17 @@ def _write_or_explain(write, path, payload) -> None:
     OSError (disk full, read-only, no permission) stops the run with one line naming the
     folder and the fix, before lmms-eval turns it into a traceback and exit status 0."""
     appends = getattr(write, "__name__", "") == "append_jsonl"
+    optional = write is _write_identity  # what made a namespace: a read-only finished store still scores without it
     if not appends and path.exists():
         return
     try:
         write(path, payload)
     except OSError as exc:
-        if appends and exc.errno in _READ_ONLY and _computed_nothing(payload):
-            eval_logger.warning(f"lmms-genbench: the store is read-only, so {path} gets no record of this run ({exc})")
+        if exc.errno in _READ_ONLY and (optional or appends and _computed_nothing(payload)):
+            what = "is not written" if optional else "gets no record of this run"
+            eval_logger.warning(f"lmms-genbench: the store is read-only, so {path} {what} ({exc})")
             return
-        root = getattr(getattr(write, "__self__", None), "root", path.parent)
+        root = root or getattr(getattr(write, "__self__", None), "root", path.parent)
         reason = _NO_SPACE.get(exc.errno) or _READ_ONLY.get(exc.errno)
         fix = ("free disk space there, or pass --model_args artifacts=<a folder on a disk with space>"
                if exc.errno in _NO_SPACE else
@@ -248,30 +194,17 @@ class CycleModel(lmms):
     #: (i, n) of model_args shard=i/n: this job computes only its share of the chains
     shard: tuple[int, int] | None = None
 
-    def __init__(
-        self,
-        describer: str | None = None,
-        generator: str | None = None,
-        unified: str | None = None,
-        preset: str | None = None,
-        artifacts: str | None = None,
-        describer_batch: int = 16,
-        stop_after_hop: int | None = None,
-        shard: str | None = None,
-        batch_size: Any = None,
-        max_batch_size: Any = None,
-        device: Any = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, **model_args: Any) -> None:
         super().__init__()
-        args = parse_model_args(describer=describer, generator=generator, unified=unified, preset=preset,
-                                describer_batch=describer_batch, stop_after_hop=stop_after_hop, shard=shard,
-                                prefixed=kwargs)
-        self.shard = args.shard
+        # read once (command/): the preflight and the roles take what was read
+        self.command = read_command("cycle", model_args)
         # what the run needs (ids, datasets, devices, keys, store, settings), before any weight loads
-        preflight.at_start("cycle", {"describer": describer, "generator": generator, "unified": unified, "preset": preset,
-                                     "artifacts": artifacts, "describer_batch": describer_batch,
-                                     "stop_after_hop": stop_after_hop, "shard": shard, **kwargs})
+        preflight.at_start(self.command)
+        if self.command.problems:  # a model built from Python, or the preflight turned off
+            raise preflight.as_error([preflight.Problem(p.cause, p.fix) for p in self.command.problems])
+        args = self.command.cycle
+        assert args is not None
+        self.shard = args.shard
 
         from accelerate import Accelerator
 
@@ -280,8 +213,8 @@ class CycleModel(lmms):
         self._world_size = self.accelerator.num_processes
         self._device = self.accelerator.device
 
-        self.store = ArtifactStore(artifacts)
-        self.describer, self.generator, overlap = _build_roles(args)
+        self.store = ArtifactStore(self.command.top.get("artifacts"))
+        self.describer, self.generator, overlap = build_roles(self.command)
         self.engine = _ModelEngine(
             self.describer,
             self.generator,
@@ -349,6 +282,14 @@ class CycleModel(lmms):
             jobs.append(ChainJob(key, spec, location, load))
             tasks.append(task)
 
+        identities = {self.store.root / self.describer.name: getattr(self.describer, "identity", None) or {},
+                      self.store.root / self.describer.name / self.generator.name:
+                          getattr(self.generator, "identity", None) or {}}
+        for folder, identity in identities.items():  # what made each namespace; a tampered one is refused
+            if (folder / IDENTITY_FILE).exists():
+                check_identity(folder)
+            else:
+                _write_or_explain(_write_identity, folder / IDENTITY_FILE, identity, self.store.root)
         for namespace, (task, spec) in namespaces.items():
             _write_or_explain(  # written once: an existing manifest is left as it is
                 self.store.write_json,

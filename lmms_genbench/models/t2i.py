@@ -22,19 +22,17 @@ from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows by default
 
 from .. import preflight
+from ..command import read_command
+from .cycle_roles import load_planned
 from ..engine.cycle import chunked
-from ..core.errors import ActionableError, from_exception, model_arg_error
+from ..core.errors import from_exception
 from ..core.keys import atomic_write
 from ..store import ArtifactStore
 from ..generators import GenerationFailure, GeneratorConfigError, build_generator_or_explain, config_failure
-from ..core.model_args import optional_int, split_prefixed
+from ..core.model_args import optional_int
 
 #: the way out of a generator that did not load, named in its error line
 _OFFLINE = "try the pipeline offline with generator=smoke"
-
-
-def _arg_error(cause: str, fix: str) -> ActionableError:
-    return model_arg_error("t2i", cause, fix)
 
 
 class TextToImageModel(lmms):
@@ -42,44 +40,27 @@ class TextToImageModel(lmms):
     (default: the artifact store root + ``/t2i``); ``num_images_per_prompt``;
     ``seed`` (image k of doc d uses seed + k, as upstream)."""
 
-    def __init__(
-        self,
-        generator: str = "smoke",
-        output_dir: str | None = None,
-        num_images_per_prompt: int = 1,
-        seed: int = 0,
-        batch_size: Any = None,
-        max_batch_size: Any = None,
-        device: Any = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, **model_args: Any) -> None:
         super().__init__()
-        grouped, unknown = split_prefixed(kwargs, ("generator",))
-        if unknown:
-            first = sorted(unknown)[0]
-            raise _arg_error(
-                f"unknown model_args {', '.join(f'{k}={v}' for k, v in sorted(unknown.items()))}; allowed: generator, "
-                "output_dir, num_images_per_prompt, seed, and generator.<arg>",
-                f"remove it, or give it to the generator with its prefix (generator.{first}=...)",
-            )
-        try:
-            n = optional_int("num_images_per_prompt", num_images_per_prompt)
-            self.seed = optional_int("seed", seed) or 0
-        except ValueError as exc:
-            raise _arg_error(str(exc), "give num_images_per_prompt=<an integer >= 1> and seed=<an integer>, "
-                             "or leave them out") from None
-        if n is None or n < 1:
-            raise _arg_error(f"model_args num_images_per_prompt must be an integer >= 1, got {num_images_per_prompt!r}",
-                             "give num_images_per_prompt=<images per prompt, an integer >= 1>, or leave it out (default 1)")
-        self.num_images_per_prompt = n
-        # absolute: tasks open the returned paths from whatever directory they run in
-        self.output_dir = (Path(output_dir).expanduser() if output_dir else ArtifactStore().root / "t2i").resolve()
-        self.generator_label = str(generator)
+        # read once (command/): the preflight and the generator take what was read
+        self.command = read_command("t2i", model_args)
         # what the run needs (the generator's weights and settings, devices, datasets), before it loads
-        preflight.at_start("t2i", {"generator": generator, "output_dir": output_dir, **kwargs})
-        # the same one line as --model cycle's generator
-        self.generator = build_generator_or_explain(
-            self.generator_label, grouped["generator"], _OFFLINE if self.generator_label != "smoke" else "")
+        preflight.at_start(self.command)
+        if self.command.problems:  # a model built from Python, or the preflight turned off
+            raise preflight.as_error([preflight.Problem(p.cause, p.fix) for p in self.command.problems])
+        top, (role,) = self.command.top, self.command.roles
+        self.num_images_per_prompt = optional_int("num_images_per_prompt", top.get("num_images_per_prompt")) or 1
+        self.seed = optional_int("seed", top.get("seed")) or 0
+        # absolute: tasks open the returned paths from whatever directory they run in
+        output_dir = top.get("output_dir")
+        self.output_dir = (Path(output_dir).expanduser() if output_dir else ArtifactStore().root / "t2i").resolve()
+        self.generator_label = role.name
+        # the same one line as --model cycle's generator; what the preflight planned loads as it checked it
+        otherwise = _OFFLINE if self.generator_label != "smoke" else ""
+        if role.plan is not None and role.plan.load is not None:
+            self.generator = load_planned(role.plan.load, self.generator_label, role.args, otherwise)
+        else:
+            self.generator = build_generator_or_explain(self.generator_label, role.args, otherwise)
         self._drawn_any = False  # a first batch that fails whole stops the run
 
     def generate_until(self, requests) -> list[str]:

@@ -8,11 +8,14 @@ or gated for this token, CUDA asked for and absent, API keys unset, a store that
 written, and ``describer.*``/``generator.*`` settings the classes refuse (their planners, no
 weights). ``lmms-genbench check`` prints them; :func:`at_start` ends a run with them (exit 1)
 at the start of every ``lmms-eval --model cycle``, ``t2i`` and ``chef`` command, unless
-``LMMS_GENBENCH_PREFLIGHT=0``.
+``LMMS_GENBENCH_PREFLIGHT=0``. The run is read once (:func:`lmms_genbench.command.read_command`);
+its tasks come from lmms-eval's own parser. A run whose store already holds every hop
+(:mod:`.stored`) is told in one line, and its describer and generator are not checked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import tempfile
@@ -20,30 +23,35 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..command import RunCommand, lmms_eval_arguments, name_problems, read_command
 from .problems import Problem, as_error, format_problems
+from .stored import stored_run
 
-__all__ = ["PREFLIGHT_ENV", "Problem", "as_error", "at_start", "check_run", "format_problems", "tasks_from_argv"]
+__all__ = ["PREFLIGHT_ENV", "Problem", "as_error", "at_start", "check_run", "format_problems"]
 
 #: "0" turns the check at the start of a run off (``lmms-genbench check`` always runs it)
 PREFLIGHT_ENV = "LMMS_GENBENCH_PREFLIGHT"
 
 
-def check_run(model: str, model_args: dict[str, Any], tasks: Sequence[str], output_path: str | None = None,
-              processes: int = 1) -> list[Problem]:
-    """Every problem of the run ``lmms-eval --model model --model_args ... --tasks ...`` (see the
-    module docstring), the Hub's collapsed into one line; empty when it may start."""
+def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = None, tasks: Sequence[str] = (),
+              output_path: str | None = None, processes: int = 1) -> list[Problem]:
+    """Every problem of the run ``command`` (a :class:`~lmms_genbench.command.RunCommand`, or
+    ``--model``, ``--model_args``, ``--tasks``, ``--output_path`` to read into one): see the
+    module docstring; the Hub's collapsed into one line. Empty when it may start."""
     from .hub import HubProbe, collapse
-    from .roles import (
-        device_problem,
-        key_problems,
-        roles_of,
-        setting_problems,
-        weights_needed,
-    )
+    from .roles import device_problem, key_problems, setting_problems, weights_needed
+    from .task_names import unknown_task_problems
     from .tasks import folder_problem, hub_datasets
 
-    roles, problems, top = roles_of(model, model_args)
-    cuda = _cuda_devices()
+    if isinstance(command, str):
+        command = read_command(command, model_args or {}, tasks, output_path, processes)
+    problems = [Problem(p.cause, p.fix) for p in [*command.problems, *name_problems(command)]]
+    problems += unknown_task_problems(list(command.tasks), command.include_path)
+    stored = stored_run(command)
+    if stored is not None:
+        print(f"lmms-genbench: preflight: {stored}", file=sys.stderr)
+    roles = [r for r in command.roles if stored is None or r.kind == "describer" and r.prefix == "judge."]
+    cuda = _cuda_devices() if roles else 0
     probes: list[HubProbe] = []  # made at the first Hub id: a run that needs none never asks
 
     def weights_problem(role) -> Problem | None:
@@ -57,9 +65,7 @@ def check_run(model: str, model_args: dict[str, Any], tasks: Sequence[str], outp
         if _looks_local(value):
             if Path(value).expanduser().is_dir():
                 return None
-            from ..core.errors import (
-                load_failure,  # the same line as a load that fails on it
-            )
+            from ..core.errors import load_failure  # the same line as a load that fails on it
 
             line = load_failure(FileNotFoundError(value), role.kind, role.name, role.args, role.prefix)
             return Problem(line.cause, line.fix)
@@ -74,18 +80,17 @@ def check_run(model: str, model_args: dict[str, Any], tasks: Sequence[str], outp
         if role.kind == "describer":
             found = weights_problem(role)
             problems += [found] if found else []
-    device = device_problem(roles, cuda, processes)
+    device = device_problem(roles, cuda, command.processes)
     problems += [device] if device else []
     problems += key_problems(roles)
-    datasets = hub_datasets(list(tasks))
-    for dataset in datasets:
+    for dataset in hub_datasets(list(command.tasks)):
         probes[:] = probes or [HubProbe()]
         found = probes[0].dataset(dataset.task, dataset.path, dataset.config, dataset.revision)
         problems += [found] if found else []
-    folder = folder_problem(list(tasks))
+    folder = folder_problem(list(command.tasks))
     problems += [folder] if folder else []
-    problems += _store_problems(model, top, output_path)
-    return collapse(problems, probes[0] if probes else None)
+    problems += _store_problems(command.model, command.top, command.output_path)
+    return collapse(problems, probes[0] if probes else None, smoke=bool(command.top.get("preset")))
 
 
 def _cuda_devices() -> int:
@@ -139,38 +144,18 @@ def _unwritable(folder: Path) -> str | None:
     return None
 
 
-def tasks_from_argv(argv: Sequence[str] | None = None) -> tuple[list[str], str | None, int]:
-    """``--tasks`` and ``--output_path`` of the lmms-eval command this process runs (none when
-    it is not one), and 1: each process of a launch checks the device it gets."""
-    argv = list(sys.argv if argv is None else argv)
-    if "--model" not in argv and not any(a.startswith("--model=") for a in argv):
-        return [], None, 1
-    values: dict[str, str] = {}
-    for i, arg in enumerate(argv):
-        for name in ("--tasks", "--output_path"):
-            if arg == name and i + 1 < len(argv):
-                values[name] = argv[i + 1]
-            elif arg.startswith(name + "="):
-                values[name] = arg.split("=", 1)[1]
-    tasks = [t.strip() for t in values.get("--tasks", "").split(",") if t.strip()]
-    return tasks, values.get("--output_path"), 1  # a launched process checks its own device
-
-
-def _lmms_eval_command(argv: Sequence[str] | None = None) -> bool:
-    """Whether this process is the ``lmms-eval`` command (also under ``accelerate launch -m
-    lmms_eval``): the run it checks is the one its command line names. A model built from Python
-    (``simple_evaluate``, tests) is not checked; ``lmms-genbench check`` checks such arguments."""
-    argv = list(sys.argv if argv is None else argv)
-    program = Path(argv[0]).as_posix() if argv else ""
-    return (program.endswith(("/lmms-eval", "lmms_eval/__main__.py")) or program == "lmms-eval") and "--model" in argv
-
-
-def at_start(model: str, model_args: dict[str, Any]) -> None:
-    """The preflight of a run starting now (called by the model types' constructors): every
-    problem at once, then exit 1 (:func:`as_error`)."""
-    if os.environ.get(PREFLIGHT_ENV, "1").strip().lower() in ("0", "false", "no", "off") or not _lmms_eval_command():
+def at_start(command: RunCommand) -> None:
+    """The preflight of a run starting now (called by the model types' constructors with what
+    they read): every problem at once, then exit 1 (:func:`as_error`). The tasks and the output
+    path come from lmms-eval's own reading of the command line; a model built from Python (no
+    such command) is not checked: ``lmms-genbench check`` checks its arguments."""
+    if os.environ.get(PREFLIGHT_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
         return
-    tasks, output_path, processes = tasks_from_argv()
-    problems = check_run(model, {k: v for k, v in model_args.items() if v is not None}, tasks, output_path, processes)
+    found = lmms_eval_arguments()
+    if found is None:
+        return
+    tasks, output_path, include_path = found
+    problems = check_run(dataclasses.replace(command, tasks=tuple(tasks), output_path=output_path,
+                                             include_path=tuple(include_path)))
     if problems:
         raise as_error(problems)

@@ -132,9 +132,10 @@ class HubProbe:
         return Problem(f"{what}: {cause}", fix)
 
 
-def collapse(problems: Sequence[Problem], probe: HubProbe | None) -> list[Problem]:
+def collapse(problems: Sequence[Problem], probe: HubProbe | None, smoke: bool = False) -> list[Problem]:
     """``problems`` with those that only say the Hub could not be asked told as one line that
-    names the endpoint and the offline switch (a single offline miss keeps its own line)."""
+    names the endpoint and the offline switch (a single offline miss keeps its own line).
+    ``smoke``: the command has a preset already (the offline smoke run is not suggested)."""
     hub = [p for p in problems if p.hub]
     if probe is None or not hub or (probe.offline and len(hub) == 1):
         return list(problems)
@@ -145,9 +146,9 @@ def collapse(problems: Sequence[Problem], probe: HubProbe | None) -> list[Proble
             f"this run is offline (HF_HUB_OFFLINE is set) and the local Hugging Face cache lacks what it reads from "
             f"the Hub ({probe.endpoint}): {needed}",
             f"unset HF_HUB_OFFLINE (and HF_DATASETS_OFFLINE) on a machine that reaches {probe.endpoint} to fetch "
-            "them once, or point HF_HOME at a cache that holds them, or name local folders; the offline smoke run "
-            "needs none: --model_args preset=smoke --tasks mmeception_smoke; rescoring a finished store loads "
-            "nothing: LMMS_GENBENCH_PREFLIGHT=0 skips this check")
+            "them once, or point HF_HOME at a cache that holds them, or name local folders"
+            + ("" if smoke else "; the offline smoke run needs none: --model_args preset=smoke --tasks mmeception_smoke")
+            + "; a run whose store holds every hop needs no model from the Hub, and the check says so")
     else:
         line = Problem(
             f"the Hugging Face Hub at {probe.endpoint} cannot be reached ({probe.unreachable}); this run reads "

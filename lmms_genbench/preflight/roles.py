@@ -1,78 +1,22 @@
-"""The models a run names, read from ``--model`` and ``--model_args`` as the model types read
-them (``cycle``'s own parser, ``t2i``'s and ``chef``'s prefixes), and what each needs that can be
-checked without its weights: its settings (the generators' planners; an lmms-eval class's
-constructor), its device, its API key, and where its weights come from."""
+"""What each model of a run (:class:`~lmms_genbench.command.Role`, read once by
+:func:`~lmms_genbench.command.read_command`) needs that can be checked without its weights: its
+settings (the generators' planners; an lmms-eval class's constructor), its device, its API key,
+and where its weights come from."""
 
 from __future__ import annotations
 
 import inspect
 import os
-from dataclasses import dataclass, field
-from typing import Any
 
+from ..command import Role
 from ..core.errors import WEIGHT_ARGS, ActionableError, describe
 from .problems import Problem
 
-__all__ = ["API_KEYS", "Role", "device_problem", "key_problems", "roles_of", "setting_problems", "weights_needed",
-           "weights_of"]
+__all__ = ["API_KEYS", "device_problem", "key_problems", "setting_problems", "weights_needed", "weights_of"]
 
 #: lmms-eval API describers and the variable holding their key (their classes read these)
 API_KEYS = {"openai": "OPENAI_API_KEY", "gpt4v": "OPENAI_API_KEY", "claude": "ANTHROPIC_API_KEY",
             "gemini_api": "GOOGLE_API_KEY", "reka": "REKA_API_KEY"}
-
-
-@dataclass
-class Role:
-    """One model of a run: ``kind`` describer (any lmms-eval model), generator or unified."""
-
-    kind: str
-    name: str
-    args: dict[str, Any]
-    prefix: str
-    defaults: dict[str, Any] = field(default_factory=dict)  # the class's own defaults, when known
-
-
-def roles_of(model: str, model_args: dict[str, Any]) -> tuple[list[Role], list[Problem], dict[str, Any]]:
-    """The roles of ``--model model --model_args ...``, the problems of the arguments
-    themselves, and the run's top-level model arguments (``artifacts``, ``output_dir``)."""
-    from ..core.model_args import split_prefixed
-
-    if model == "cycle":
-        from ..models.cycle_args import parse_model_args
-
-        top = {k: v for k, v in model_args.items() if "." not in k}
-        known = ("describer", "generator", "unified", "preset", "describer_batch", "stop_after_hop", "shard")
-        try:
-            args = parse_model_args(**{k: top.get(k) for k in known if k != "describer_batch"},
-                                    describer_batch=top.get("describer_batch", 16),
-                                    prefixed={k: v for k, v in model_args.items() if "." in k or k not in
-                                              (*known, "artifacts", "batch_size", "max_batch_size", "device")})
-        except ActionableError as exc:
-            return [], [Problem(exc.cause, exc.fix)], top
-        if args.unified:
-            return [Role("unified", args.unified, args.unified_args, "unified.", _unified_defaults(args.unified))], [], top
-        return [Role("describer", args.describer, args.describer_args, "describer."),
-                Role("generator", args.generator, args.generator_args, "generator.")], [], top
-    if model == "t2i":
-        grouped, _unknown = split_prefixed({k: v for k, v in model_args.items() if "." in k}, ("generator",))
-        top = {k: v for k, v in model_args.items() if "." not in k}
-        return [Role("generator", str(top.get("generator", "smoke")), grouped["generator"], "generator.")], [], top
-    if model == "chef":
-        from ..models.cycle_args import smoke_describer_args
-
-        grouped, _unknown = split_prefixed({k: v for k, v in model_args.items() if "." in k}, ("inner", "judge"))
-        top = {k: v for k, v in model_args.items() if "." not in k}
-        inner, inner_args = top.get("inner"), grouped["inner"]
-        if top.get("preset") == "smoke":
-            inner = inner or "llava_hf"
-            if inner == "llava_hf":
-                inner_args = {**smoke_describer_args(), **inner_args}
-        roles = [Role("describer", str(inner), inner_args, "inner.")] if inner else []
-        if top.get("judge") not in (None, "", "inner"):
-            roles.append(Role("describer", str(top["judge"]), grouped["judge"], "judge."))
-        return roles, [], top
-    # another lmms-eval model type: its own arguments, unprefixed
-    return [Role("describer", model, dict(model_args), "")], [], {}
 
 
 def setting_problems(role: Role, cuda: bool) -> list[Problem]:
@@ -86,6 +30,8 @@ def setting_problems(role: Role, cuda: bool) -> list[Problem]:
         args = {k: ("cpu" if k in ("device", "device_map") and str(v).startswith("cuda") else v) for k, v in args.items()}
         if role.kind == "unified" or role.name == "diffusers":  # their default device is cuda
             args.setdefault("device", "cpu")
+        if args != role.args:  # offloading to a device the check put on the CPU: device_problem tells it
+            args.pop("offload", None)
     try:
         if role.kind == "unified":
             from ..generators.unified import plan_unified
@@ -107,7 +53,8 @@ def setting_problems(role: Role, cuda: bool) -> list[Problem]:
             return [Problem(line.cause, line.fix)]
         return [Problem(f"the {role.kind} {role.name} refuses its arguments ({describe(exc)})",
                         f"change the {role.prefix}<arg> values it names")]
-    del plan
+    if args == role.args:  # planned as the run plans it: the run takes this plan, not a second one
+        role.plan = plan
     return []
 
 
@@ -126,6 +73,10 @@ def _unified_defaults(name: str) -> dict[str, Any]:
 
 def _describer_settings(role: Role) -> list[Problem]:
     from .. import host
+    from ..command.names import lmms_model_problem
+
+    if lmms_model_problem(role.name, role.kind):
+        return []  # told by the command's reading, without lmms-eval's log of every name it knows
 
     try:
         cls = host.model_class(role.name, role=role.kind if not role.prefix else role.prefix.rstrip("."))
@@ -181,7 +132,7 @@ def device_problem(roles: list[Role], cuda_devices: int, processes: int = 1) -> 
         return Problem(f"CUDA is asked for ({', '.join(asking)}) but this machine has no CUDA device "
                        "(torch.cuda.is_available() is False)",
                        f"run on a machine with a CUDA GPU, or on the CPU with {', '.join(cpu)} (slow for real models); "
-                       "rescoring a finished store loads nothing: LMMS_GENBENCH_PREFLIGHT=0 skips this check")
+                       "a run whose store holds every hop needs no CUDA, and the check says so")
     if processes > cuda_devices:
         return Problem(f"{processes} processes with CUDA are asked for but this machine has {cuda_devices} GPU(s)",
                        f"launch at most {cuda_devices} processes (accelerate launch --num_processes {cuda_devices})")
@@ -214,7 +165,8 @@ def weights_of(role: Role) -> tuple[str, str, str | None, str] | None:
         value = role.args.get(key)
         default = False
         if value in (None, "") and role.kind in ("describer", "unified"):
-            value, default = role.defaults.get(key), True
+            defaults = role.defaults or (_unified_defaults(role.name) if role.kind == "unified" else {})
+            value, default = defaults.get(key), True
         if isinstance(value, str) and value:
             needed = "model_index.json" if role.kind == "generator" else UNIFIED_FILES.get(role.name, "config.json")
             what = f"{role.prefix}{key}={value}" + (" (the class default)" if default else "")

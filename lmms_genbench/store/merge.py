@@ -13,7 +13,8 @@ namespace written gets the store's format marker (its chains keep records).
 
 Besides chains only the store's own files are merged: ``runs.jsonl`` lines are joined (each
 distinct line once, in source order) and ``protocol.json`` must be byte-identical wherever it
-occurs. Everything else is left out and listed (:attr:`MergeReport.files_left_out`): scorer
+occurs; ``identity.json`` (store/identity.py) is kept from the first store that has it (each
+names the same folder, so the same drawing). Everything else is left out and listed (:attr:`MergeReport.files_left_out`): scorer
 reports (``*report*.json``, a scoring run over the merged store rewrites them), results files
 of shard jobs whose ``--output_path`` was the store, anything else put there by hand. Chain
 locks, quarantined hops and temporary files are never copied.
@@ -35,7 +36,7 @@ __all__ = ["MergeConflict", "MergeReport", "merge_stores"]
 
 RUNS = "runs.jsonl"
 #: files of the store itself that a merge copies (``runs.jsonl`` is joined, the marker rewritten)
-OWN_FILES = ("protocol.json",)
+OWN_FILES = ("protocol.json", "identity.json")
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,8 @@ def merge_stores(sources: list[Path], target: Path) -> MergeReport:
                 have = files.get(rel)
                 if have is None:
                     files[rel] = _Hop(sha, here / name)
-                elif have.sha != sha:
+                elif have.sha != sha and name != "identity.json":  # one per folder name: the first kept (jobs
+                    # on other nodes may name a local checkpoint by another path, or batch otherwise)
                     conflicts.setdefault(rel, Conflict(rel, None, (str(have.source.parent), have.sha), (str(src), sha)))
 
     if conflicts:

@@ -58,8 +58,9 @@ def test_a_pipeline_that_cannot_draw_stops_before_any_description(tmp_path):
                tmp_path, cwd=tmp_path)
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert err[-1].startswith("lmms-genbench: error: the generator diffusers did not load")
-    assert "probe picture" in err[-1] and "max_sequence_length" in err[-1]
+    assert err[-1].startswith("lmms-genbench: error: the generator diffusers loaded with generator.pretrained=")
+    assert "but did not draw its probe picture" in err[-1] and "max_sequence_length" in err[-1]
+    assert "preset=smoke" not in err[-1].split("Fix:")[1]  # never suggest what the command already has
     described = [p for p in art.rglob("*.txt")]
     assert described == []  # no describe call ran: each would have stored its text
     assert not list((tmp_path / "out").rglob("*_results.json"))

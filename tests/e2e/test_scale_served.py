@@ -143,7 +143,7 @@ def test_describer_openai_against_vllm_serve_scores_every_doc_and_measures_throu
         pytest.skip(problem)
     import torch
 
-    from lmms_genbench.models.cycle_args import VLLM_CPU_MEMORY_FRACTION
+    from lmms_genbench.command.cycle import VLLM_CPU_MEMORY_FRACTION
     from lmms_genbench.smoke.llava import VLLM_HEAD_DIM, tiny_qwen2_vl_path
 
     model_dir = tiny_qwen2_vl_path(tmp_path / "cache", head_dim=VLLM_HEAD_DIM)

@@ -35,7 +35,6 @@ def _fill_every_slot(tmp_path):
     network = loading.cached_network(("test-family", 1), object)
     loading.cached_view(("test-family", 1), (8,), object)
     state.slot("fid_resizer", lambda: (lambda pixels: pixels))  # clean-fid is not needed here
-    state.slot("warned_ignored", set).add((object, "guidance_rescale"))
     pool_id = recipe.register_pool([{"question": "q"}])
     assert state.remember("a fact", lambda: 42) == 42
     secrets.remember(["sk-given-on-the-command-line"])

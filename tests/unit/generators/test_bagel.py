@@ -5,7 +5,8 @@ import pytest
 
 from lmms_genbench.core.args import ArgumentError
 from lmms_genbench.generators.unified import plan_unified
-from lmms_genbench.preflight.roles import Role, weights_of
+from lmms_genbench.command import Role
+from lmms_genbench.preflight.roles import weights_of
 
 
 def test_the_plan_names_the_model_from_its_arguments_without_weights():

@@ -84,13 +84,15 @@ def _vllm_cycle(monkeypatch, tmp_path, **args):
     import lmms_eval.models
     import torch
 
-    from lmms_genbench.models import cycle
+    from lmms_genbench.models import cycle_roles
 
     monkeypatch.setattr(lmms_eval.models, "get_model", lambda name, *a, **k: {"vllm": FakeVllm}[name])
-    monkeypatch.setattr(cycle, "build_generator_or_explain", lambda name, args, otherwise="": FakeGenerator())
+    # the smoke generator's name, the fake's drawings
+    monkeypatch.setattr(cycle_roles, "plan_generator", lambda name, args: None)
+    monkeypatch.setattr(cycle_roles, "build_generator_or_explain", lambda name, args, otherwise="": FakeGenerator())
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     FakeVllm.built = []
-    return CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), describer_batch=4,
+    return CycleModel(describer="vllm", generator="smoke", artifacts=str(tmp_path), describer_batch=4,
                       **{"describer.model": "some/vlm", **args})
 
 
@@ -131,7 +133,7 @@ def test_vllm_defaults_leave_gpus_and_other_describers_alone(tmp_path, monkeypat
 
     _vllm_cycle(monkeypatch, tmp_path)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"}).describer.load()
+    CycleModel(describer="vllm", generator="smoke", artifacts=str(tmp_path), **{"describer.model": "m"}).describer.load()
     # the class's own memory fraction on a GPU; describer_batch's default
     assert FakeVllm.built[-1] == {"model": "m", "batch_size": 16, "gpu_memory_utilization": 0.8}
 
@@ -149,7 +151,7 @@ def test_a_vllm_start_failure_names_the_memory_setting(tmp_path, monkeypatch):
     monkeypatch.setattr(lmms_eval.models, "get_model", lambda name, *a, **k: Failing)
     from lmms_genbench.core.errors import ActionableError
 
-    model = CycleModel(describer="vllm", generator="fake", artifacts=str(tmp_path), **{"describer.model": "m"})
+    model = CycleModel(describer="vllm", generator="smoke", artifacts=str(tmp_path), **{"describer.model": "m"})
     model.task_dict = {"sdp": {"test": [{"chain_id": "c0", "image": Image.new("RGB", (8, 8), (1, 2, 3))}]}}
     # the engine starts at the first description: its failure is the same one line there
     with pytest.raises(ActionableError, match=r"RuntimeError: Engine core initialization failed.*"

@@ -11,7 +11,8 @@ import time
 
 from lmms_genbench.preflight import Problem, check_run
 from lmms_genbench.preflight.hub import HubProbe, collapse
-from lmms_genbench.preflight.roles import Role, device_problem
+from lmms_genbench.command import Role
+from lmms_genbench.preflight.roles import device_problem
 
 from tests.support.lmms_eval_runs import BIN, HEADLINE, NOWHERE, nonblank_lines, run
 
@@ -126,18 +127,20 @@ def test_a_native_unified_models_default_device_is_cuda():
 
 
 def test_a_unified_models_default_checkpoint_is_checked_like_a_given_one():
-    from lmms_genbench.preflight.roles import roles_of, weights_of
+    from lmms_genbench.command import read_command
+    from lmms_genbench.preflight.roles import weights_of
 
-    (role,), problems, _ = roles_of("cycle", {"unified": "vila_u"})
-    assert not problems
+    command = read_command("cycle", {"unified": "vila_u"})
+    assert not command.problems
+    (role,) = command.roles
     assert weights_of(role) == ("unified.pretrained=mit-han-lab/vila-u-7b-256 (the class default)",
                                 "mit-han-lab/vila-u-7b-256", None, "config.json")
-    (role,), _, _ = roles_of("cycle", {"unified": "janus"})  # no default checkpoint: nothing to check
+    (role,) = read_command("cycle", {"unified": "janus"}).roles  # no default checkpoint: nothing to check
     assert weights_of(role) is None
 
 
 def test_a_blip3o_checkpoint_is_known_by_its_decoder_folder():
-    from lmms_genbench.preflight.roles import Role, weights_of
+    from lmms_genbench.preflight.roles import weights_of
 
     role = Role("unified", "blip3o", {"pretrained": "BLIP3o/BLIP3o-Model-4B"}, "unified.")
     assert weights_of(role)[1:] == ("BLIP3o/BLIP3o-Model-4B", None, "diffusion-decoder/model_index.json")

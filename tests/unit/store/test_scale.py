@@ -11,8 +11,8 @@ from lmms_genbench.core.errors import ActionableError
 from lmms_genbench.engine import Chain
 from lmms_genbench.store import MergeConflict, merge_stores
 from lmms_genbench.store import RECORDS, append_record, read_records, sha256_file, verify_store
-from lmms_genbench.models.cycle_args import in_shard
-from lmms_genbench.models.cycle_args import shard_arg
+from lmms_genbench.command.cycle import in_shard
+from lmms_genbench.command.cycle import shard_arg
 
 from tests.support.fakes import cycle_model as _model
 from tests.support.fakes import cycle_request as _request

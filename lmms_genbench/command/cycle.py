@@ -1,9 +1,10 @@
 """What ``--model cycle``'s model_args mean: presets, checks, and the roles they name.
 
-:func:`parse_model_args` turns the keyword arguments lmms-eval passes the model into a
-:class:`CycleArgs`, before anything loads; a wrong value stops the run with one line
-naming the argument, what is allowed and what came in (exit 1: lmms-eval itself would
-print an Exception and exit 0). :mod:`.cycle` builds the roles and runs the chains.
+:func:`read_cycle_args` turns the keyword arguments lmms-eval passes the model into a
+:class:`CycleArgs`, before anything loads, and lists every wrong value (each one line naming
+the argument, what is allowed and what came in); the model raises them all at once (exit 1:
+lmms-eval itself would print an Exception and exit 0). ``models/cycle.py`` builds the roles
+and runs the chains.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ import hashlib
 import re
 from typing import Any
 
+from collections.abc import Mapping
+
 from ..core.errors import ActionableError, model_arg_error
 from ..core.model_args import optional_int, split_prefixed
 from ..core.registry import lookup
-from ..generators import generator_names
 
 __all__ = ["PRESETS", "SCORER_PRESETS", "TOP_LEVEL_ARGS", "VLLM_CPU_MEMORY_FRACTION", "CycleArgs", "in_shard",
-           "parse_model_args", "resolve_roles", "shard_arg", "smoke_describer_args", "OFFLINE_HINT", "smoke_unified_args",
-           "vllm_describer_args"]
+           "read_cycle_args", "resolve_roles", "shard_arg", "smoke_describer_args", "OFFLINE_HINT",
+           "smoke_unified_args", "vllm_describer_args", "DESCRIBER_BATCH"]
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -75,6 +77,10 @@ def smoke_unified_args() -> dict[str, Any]:
 #: top-level model_args of --model cycle (the roles' own take a prefix)
 TOP_LEVEL_ARGS = ("describer", "generator", "unified", "preset", "artifacts", "describer_batch", "stop_after_hop",
                   "shard")
+#: what lmms-eval passes every model besides its model_args (ignored: each role has its own)
+HOST_ARGS = ("batch_size", "max_batch_size", "device")
+#: images per describer call unless describer_batch says otherwise
+DESCRIBER_BATCH = 16
 
 
 def _arg_error(cause: str, fix: str) -> ActionableError:
@@ -152,7 +158,7 @@ def resolve_roles(preset, describer, generator, unified, describer_args, generat
         )
     if not generator:
         raise _arg_error(
-            f"model_args generator is required (one of {', '.join(generator_names())})",
+            "model_args generator is required (diffusers, openai, smoke, lmms:<model type>)",
             "give generator=<name> (with generator.<arg>=...), or use preset=smoke",
         )
     return describer, generator, None, describer_args, generator_args, {}
@@ -176,31 +182,48 @@ class CycleArgs:
     scorer_preset: str | None
 
 
-def parse_model_args(*, describer: str | None, generator: str | None, unified: str | None, preset: str | None,
-                     describer_batch: Any, stop_after_hop: Any, shard: Any, prefixed: dict[str, Any]) -> CycleArgs:
-    """Check the top-level model_args and group ``prefixed`` (``describer.<arg>=...`` and the
-    like) by role; raise :class:`~lmms_genbench.core.errors.ActionableError` on a wrong one.
-    A smoke preset builds its tiny checkpoint here (cached after the first time)."""
-    grouped, unknown = split_prefixed(prefixed, ("describer", "generator", "unified"))
+def read_cycle_args(model_args: Mapping[str, Any]) -> tuple[CycleArgs | None, list[ActionableError]]:
+    """``--model cycle``'s model_args (as lmms-eval passes them) read once: the checked
+    :class:`CycleArgs` (None when a role cannot be told) and every problem, each one line; a
+    wrong value is one problem and the rest is still checked around it. Whether the models it
+    names exist is :func:`lmms_genbench.command.name_problems`'s. A smoke preset builds its
+    tiny checkpoint (cached)."""
+    problems: list[ActionableError] = []
+
+    def checked(check, *args, default=None):
+        try:
+            return check(*args)
+        except ActionableError as exc:
+            problems.append(exc)
+            return default
+
+    top = {k: v for k, v in model_args.items() if "." not in k}
+    unknown_top = {k: v for k, v in top.items() if k not in TOP_LEVEL_ARGS + HOST_ARGS}
+    grouped, unknown = split_prefixed({k: v for k, v in model_args.items() if "." in k}, ("describer", "generator",
+                                                                                           "unified"))
+    unknown.update(unknown_top)
     if unknown:
         first = sorted(unknown)[0].partition(".")[2] or sorted(unknown)[0]
-        raise _arg_error(
+        problems.append(_arg_error(
             f"unknown model_args {', '.join(f'{k}={v}' for k, v in sorted(unknown.items()))}; allowed: "
             f"{', '.join(TOP_LEVEL_ARGS)}, and describer.<arg>, generator.<arg>, unified.<arg>",
             f"remove it, or give it to a role with its prefix (describer.{first}=..., generator.{first}=... "
             f"or unified.{first}=...)",
-        )
-    describer_batch = _int_arg("describer_batch", describer_batch, 1,
-                               "give describer_batch=<images per describer call, an integer >= 1>, or leave "
-                               "it out (default 16)")
-    stop_after_hop = _int_arg("stop_after_hop", stop_after_hop, 0,
-                              "give stop_after_hop=<the last hop this run computes, an integer >= 0>, or leave "
-                              "it out to finish every chain", optional=True)
-    shard = shard_arg(shard)
-    describer, generator, unified, describer_args, generator_args, unified_args = resolve_roles(
-        preset, describer, generator, unified, grouped["describer"], grouped["generator"], grouped["unified"]
-    )
+        ))
+    describer_batch = checked(_int_arg, "describer_batch", top.get("describer_batch", DESCRIBER_BATCH), 1,
+                              "give describer_batch=<images per describer call, an integer >= 1>, or leave "
+                              f"it out (default {DESCRIBER_BATCH})", default=DESCRIBER_BATCH)
+    stop_after_hop = checked(_int_arg, "stop_after_hop", top.get("stop_after_hop"), 0,
+                             "give stop_after_hop=<the last hop this run computes, an integer >= 0>, or leave "
+                             "it out to finish every chain", True)
+    shard = checked(shard_arg, top.get("shard"))
+    preset = top.get("preset")
+    roles = checked(resolve_roles, preset, top.get("describer"), top.get("generator"), top.get("unified"),
+                    grouped["describer"], grouped["generator"], grouped["unified"])
+    if roles is None:
+        return None, problems
+    describer, generator, unified, describer_args, generator_args, unified_args = roles
     if describer == "vllm":
         describer_args = vllm_describer_args(describer_args, describer_batch)
     return CycleArgs(describer, generator, unified, describer_args, generator_args, unified_args,
-                     describer_batch, stop_after_hop, shard, SCORER_PRESETS.get(preset or ""))
+                     describer_batch, stop_after_hop, shard, SCORER_PRESETS.get(preset or "")), problems
