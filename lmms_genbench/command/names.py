@@ -39,29 +39,26 @@ def lmms_model_problem(name: str | None, role: str) -> tuple[str, str] | None:
 
 def generator_problem(name: str | None) -> tuple[str, str] | None:
     """(cause, fix) when ``name`` is no generator backend (``lmms:<type>``: no lmms-eval model)."""
-    if not name:
-        return None
-    if str(name).strip().lower().startswith(LMMS_PREFIX):
-        return lmms_model_problem(str(name).strip()[len(LMMS_PREFIX):], "generator=lmms:<model type>")
     from ..generators.registry import generator_names
 
-    known = generator_names()
-    if str(name).strip().lower() in known:
-        return None
-    return (f"no generator {name}{did_you_mean(name, known)}",
-            f"give generator=<one of {', '.join(known)}>, or lmms:<an lmms-eval image model type>")
+    return _registered_problem(name, "generator", "generator", generator_names,
+                               "lmms:<an lmms-eval image model type>")
 
 
 def unified_problem(name: str | None) -> tuple[str, str] | None:
     """(cause, fix) when ``name`` is no unified model."""
+    from ..generators.unified.registry import unified_names
+
+    return _registered_problem(name, "unified", "unified model", unified_names, "lmms:<an lmms-eval model type>")
+
+
+def _registered_problem(name, arg: str, what: str, names, lmms: str) -> tuple[str, str] | None:
+    """(cause, fix) when ``name`` is neither one of ``names()`` nor ``lmms:<a registered lmms-eval model>``."""
     if not name:
         return None
     if str(name).strip().lower().startswith(LMMS_PREFIX):
-        return lmms_model_problem(str(name).strip()[len(LMMS_PREFIX):], "unified=lmms:<model type>")
-    from ..generators.unified.registry import unified_names
-
-    known = unified_names()
+        return lmms_model_problem(str(name).strip()[len(LMMS_PREFIX):], f"{arg}=lmms:<model type>")
+    known = names()
     if str(name).strip().lower() in known:
         return None
-    return (f"no unified model {name}{did_you_mean(name, known)}",
-            f"give unified=<one of {', '.join(known)}>, or lmms:<an lmms-eval model type>")
+    return (f"no {what} {name}{did_you_mean(name, known)}", f"give {arg}=<one of {', '.join(known)}>, or {lmms}")

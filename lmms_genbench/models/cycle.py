@@ -29,7 +29,6 @@ from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows at --verbosity INFO
 
 from .. import preflight
-from ..command import read_command
 from ..command.cycle import in_shard
 from ..core import state
 from ..core.errors import from_exception
@@ -196,12 +195,8 @@ class CycleModel(lmms):
 
     def __init__(self, **model_args: Any) -> None:
         super().__init__()
-        # read once (command/): the preflight and the roles take what was read
-        self.command = read_command("cycle", model_args)
-        # what the run needs (ids, datasets, devices, keys, store, settings), before any weight loads
-        preflight.at_start(self.command)
-        if self.command.problems:  # a model built from Python, or the preflight turned off
-            raise preflight.as_error([preflight.Problem(p.cause, p.fix) for p in self.command.problems])
+        # read once (command/), checked before any weight loads (preflight/): the roles take what was read
+        self.command = preflight.start_run("cycle", model_args)
         args = self.command.cycle
         assert args is not None
         self.shard = args.shard

@@ -22,7 +22,6 @@ from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows by default
 
 from .. import preflight
-from ..command import read_command
 from .cycle_roles import load_planned
 from ..engine.cycle import chunked
 from ..core.errors import from_exception
@@ -42,12 +41,8 @@ class TextToImageModel(lmms):
 
     def __init__(self, **model_args: Any) -> None:
         super().__init__()
-        # read once (command/): the preflight and the generator take what was read
-        self.command = read_command("t2i", model_args)
-        # what the run needs (the generator's weights and settings, devices, datasets), before it loads
-        preflight.at_start(self.command)
-        if self.command.problems:  # a model built from Python, or the preflight turned off
-            raise preflight.as_error([preflight.Problem(p.cause, p.fix) for p in self.command.problems])
+        # read once (command/), checked before the generator loads (preflight/): it takes what was read
+        self.command = preflight.start_run("t2i", model_args)
         top, (role,) = self.command.top, self.command.roles
         self.num_images_per_prompt = optional_int("num_images_per_prompt", top.get("num_images_per_prompt")) or 1
         self.seed = optional_int("seed", top.get("seed")) or 0

@@ -27,7 +27,7 @@ from ..command import RunCommand, lmms_eval_arguments, name_problems, read_comma
 from .problems import Problem, as_error, format_problems
 from .stored import stored_run
 
-__all__ = ["PREFLIGHT_ENV", "Problem", "as_error", "at_start", "check_run", "format_problems"]
+__all__ = ["PREFLIGHT_ENV", "Problem", "as_error", "at_start", "check_run", "format_problems", "start_run"]
 
 #: "0" turns the check at the start of a run off (``lmms-genbench check`` always runs it)
 PREFLIGHT_ENV = "LMMS_GENBENCH_PREFLIGHT"
@@ -159,3 +159,14 @@ def at_start(command: RunCommand) -> None:
                                              include_path=tuple(include_path)))
     if problems:
         raise as_error(problems)
+
+
+def start_run(model: str, model_args: dict[str, Any]) -> RunCommand:
+    """A model type's start: ``--model_args`` read once (:func:`read_command`), then :func:`at_start`;
+    a problem of the arguments themselves stops a model built from Python, or with the preflight
+    turned off, in the same one line per problem."""
+    command = read_command(model, model_args)
+    at_start(command)
+    if command.problems:
+        raise as_error([Problem(p.cause, p.fix) for p in command.problems])
+    return command
