@@ -34,7 +34,7 @@ def lmms_model_problem(name: str | None, role: str) -> tuple[str, str] | None:
     if name in known:
         return None
     return (f"no lmms-eval model {name} for the {role}{did_you_mean(name, known)}",
-            f"name one that `lmms-eval models` lists (e.g. llava_hf, qwen2_5_vl, openai)")
+            "name one that `lmms-eval models` lists (e.g. llava_hf, qwen2_5_vl, openai)")
 
 
 def generator_problem(name: str | None) -> tuple[str, str] | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from typing import Any
 
 from ..command import Role
 from ..core.errors import WEIGHT_ARGS, ActionableError, describe
