@@ -4,17 +4,13 @@ elsewhere; and that noise allowance still catches a real change of formula."""
 import dataclasses
 import shutil
 
-from tests.support.score_pins import DRIFT_REL, mismatches, pins, tolerance
+from tests.support.score_pins import DRIFT_REL, headline, mismatches, pins, tolerance
 from tests.support.smoke_run import SMOKE_TASKS
-
-
-def _headline(results, task):
-    return {k.split(",")[0]: v for k, v in results["results"][task].items() if "," in k and "stderr" not in k}
 
 
 def test_smoke_scores_equal_the_pinned_scores(smoke_run):
     rel, why = tolerance()
-    bad = mismatches({t: _headline(smoke_run.results, t) for t in SMOKE_TASKS}, pins(), rel)
+    bad = mismatches({t: headline(smoke_run.results, t) for t in SMOKE_TASKS}, pins(), rel)
     assert not bad, f"smoke scores moved ({why}, rel {rel:g}):\n" + "\n".join(bad)
 
 
@@ -44,7 +40,7 @@ def test_the_noise_allowance_catches_one_mgg_threshold(smoke_run, tmp_path, monk
     results = simple_evaluate(model="cycle", model_args=f"preset=smoke,artifacts={store}",
                               tasks=["sdp_geneval_smoke"], log_samples=False)
     task = "sdp_geneval_smoke"
-    now = _headline(results, task)
+    now = headline(results, task)
     assert now["n_scored"] == 6 and now["n_failed"] == 0
     bad = mismatches({task: now}, {task: pins()[task]}, DRIFT_REL)
     assert any(line.startswith(f"{task}/mgg:") for line in bad), bad

@@ -21,6 +21,10 @@ from lmms_genbench.generators.unified import build_unified
 ROOT = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "janus13"
 EXPECTED = json.loads((ROOT / "expected.json").read_text(encoding="utf-8"))
 LOGITS_ATOL = 1e-4  # float32 on the CPU; measured: 0 (the same torch ops in both)
+# float32 pixels, quantised to 8 bits: a value within float rounding of a level's boundary lands on
+# either side by CPU (issue 53: 1 of 3072 pixels one level off on an AVX2 EPYC, family 25 model 1,
+# equal codes; also under ATEN_CPU_CAPABILITY=default here). One level is the float32 allowance.
+PIXEL_LEVELS = 1
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +86,9 @@ def test_drawing_matches_codes_and_pixels(janus, run, monkeypatch):
     monkeypatch.setattr(janus.model, "decode_image_tokens", lambda codes: codes_seen.append(codes) or decode(codes))
     monkeypatch.setattr(janus, "image_temperature", 0.0 if run == "greedy" else 1.0)
     image = janus.generate([EXPECTED["generation_prompt"]], [expected["seed"]])[0]
-    assert codes_seen[0][0].tolist() == expected["image_codes"]
-    assert np.array_equal(np.asarray(image).reshape(-1), np.asarray(expected["pixels_uint8"], dtype=np.uint8))
+    assert codes_seen[0][0].tolist() == expected["image_codes"]  # integer codes: exact on any CPU
+    pixels = np.asarray(image).reshape(-1).astype(int)
+    assert np.abs(pixels - np.asarray(expected["pixels_uint8"])).max() <= PIXEL_LEVELS
 
 
 def test_a_batch_draws_each_prompt_as_alone(janus, monkeypatch):
@@ -98,8 +103,8 @@ def test_a_batch_draws_each_prompt_as_alone(janus, monkeypatch):
     assert codes_seen[0][0].tolist() == expected["image_codes"]
     assert codes_seen[0][1].tolist() == codes_seen[1][0].tolist()
     pixels = np.asarray(batch[0]).reshape(-1).astype(int)
-    assert np.abs(pixels - np.asarray(expected["pixels_uint8"])).max() <= 1
-    assert np.abs(np.asarray(batch[1]).astype(int) - np.asarray(alone[0]).astype(int)).max() <= 1
+    assert np.abs(pixels - np.asarray(expected["pixels_uint8"])).max() <= PIXEL_LEVELS
+    assert np.abs(np.asarray(batch[1]).astype(int) - np.asarray(alone[0]).astype(int)).max() <= PIXEL_LEVELS
 
 
 def test_the_real_checkpoints_keys_and_shapes_map_onto_transformers_model():

@@ -27,7 +27,30 @@ from tests.support.threads import single_thread  # noqa: E402
 DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "vila_u"
 EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
 LOGITS_ATOL = 1e-5  # float32, eager LLaMA + a PyTorch flash-attention stand-in vs transformers 5 sdpa
-PIXELS_ATOL = 1e-3  # the recorded pixels are rounded to 4 (float32) and 3 (bfloat16) decimals
+PIXELS_ATOL = 1e-3  # float32: the recorded pixels are rounded to 4 decimals
+
+
+def bf16_rounding(draw) -> tuple[float, float]:
+    """The scale of bfloat16's own rounding on this decoder: the largest and the mean difference
+    between the authors' bfloat16 and float32 pixels of one draw (7.5-8.9 and 1.15-1.22 levels of 255)."""
+    diff = np.abs(np.asarray(draw["pixels_bf16"]) - np.asarray(draw["pixels_f32"]))
+    return float(diff.max()), float(diff.mean())
+
+
+def assert_bf16_pixels_match(ours, theirs_bf16, draw):
+    """Ours in bfloat16 against the authors' bfloat16, within twice bfloat16's rounding on this network.
+
+    bfloat16 convolutions round by CPU: oneDNN's kernels (AVX2 against AVX-512) and ATen's (default
+    against vectorised) moved these pixels by up to 2.0 levels here and 8.4 under
+    ``ATEN_CPU_CAPABILITY=default`` (issue 53 saw 2-3 levels on an AVX2 EPYC), against 5e-4 on the CPU
+    that recorded them. Each bfloat16 run lies within bfloat16's rounding ``d`` of the float32 pixels
+    (the authors' own bf16 against their f32: up to 7.5-8.9 levels, 1.15-1.22 on average), so two
+    bfloat16 runs lie within ``2 d`` of each other: that is the allowance, for the largest and the mean
+    difference. The float32 path is held to 1e-3 by the tests above; this one catches a wrong code or
+    layer (one code changed: 150 levels, 21 on average, test below), not a rounding choice."""
+    top, mean = bf16_rounding(draw)
+    diff = np.abs(np.asarray(ours, dtype=np.float64).reshape(-1) - np.asarray(theirs_bf16))
+    assert diff.max() <= 2 * top and diff.mean() <= 2 * mean, (diff.max(), diff.mean(), top, mean)
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +114,26 @@ def test_the_decoder_in_bfloat16_matches_the_authors_bfloat16_pixels(model):
         with torch.no_grad():
             for draw in EXPECTED["draws"]:
                 pixels = model.decode_codes(torch.tensor([draw["codes"]]))
-                np.testing.assert_allclose(pixels.flatten().numpy(), draw["pixels_bf16"], atol=PIXELS_ATOL)
+                assert_bf16_pixels_match(pixels.float().numpy(), draw["pixels_bf16"], draw)
     finally:
         model.tower = tower
+
+
+def test_the_bf16_allowance_catches_one_code_changed(model):
+    """The decoder in bfloat16 given the draw's codes with the first position's codes moved by one:
+    far outside the allowance, though the same codes elsewhere decode as before."""
+    draw = EXPECTED["draws"][0]
+    codes = [list(draw["codes"][0]), *draw["codes"][1:]]
+    codes[0] = [(code + 1) % 1024 for code in codes[0]]
+    tower = model.tower
+    model.tower = copy.deepcopy(tower).to(torch.bfloat16)
+    try:
+        with torch.no_grad():
+            pixels = model.decode_codes(torch.tensor([codes])).float().numpy()
+    finally:
+        model.tower = tower
+    with pytest.raises(AssertionError):
+        assert_bf16_pixels_match(pixels, draw["pixels_bf16"], draw)
 
 
 def test_generate_returns_the_decoded_image_and_each_depends_on_its_own_seed_only(model):
@@ -144,7 +184,8 @@ def test_decoding_through_decoder_latent_shape_matches_the_authors(model):
     finally:
         model.tower = tower
     assert list(pixels.shape) == expected["size"]
-    np.testing.assert_allclose(pixels.flatten().numpy(), expected["pixels_bf16"], atol=PIXELS_ATOL)
+    # the same codes' draw gives bfloat16's rounding scale on this decoder
+    assert_bf16_pixels_match(pixels.float().numpy(), expected["pixels_bf16"], EXPECTED["draws"][expected["codes_of"]])
 
 
 def test_image_temperature_zero_takes_the_best_code_whatever_the_seed(model, monkeypatch):
