@@ -1,0 +1,67 @@
+"""Each unified system's published checkpoint structure, mapped onto our model at that size.
+
+``tests/support/data/parity/<model>/real_state_dict_shapes.json`` holds every state-dict key and
+shape of the authors' classes built on the meta device at the published configuration (that
+configuration and its source are in the file; the steps in the folder's README). Each test hands
+those keys and shapes, as meta tensors, to our loader's own functions (the geometry read from
+them as it is read from a downloaded checkpoint), which load them strictly: no missing key, no
+unexpected key, equal shapes. So a key or shape that only the published size has fails here,
+not after a multi-GB download. Janus 1.3B's is in test_janus13_parity.py. Meta device: seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity"
+
+
+def _manifest(model: str) -> dict:
+    return json.loads((DATA / model / "real_state_dict_shapes.json").read_text(encoding="utf-8"))
+
+
+def _meta(shapes: dict[str, list[int]], prefix: str = "") -> dict[str, torch.Tensor]:
+    return {k[len(prefix):]: torch.empty(v, device="meta") for k, v in shapes.items() if k.startswith(prefix)}
+
+
+def _shapes(module: torch.nn.Module) -> dict[str, tuple[int, ...]]:
+    return {k: tuple(v.shape) for k, v in module.state_dict().items()}
+
+
+def _same(ours: dict, theirs: dict[str, list[int]]) -> None:
+    theirs = {k: tuple(v) for k, v in theirs.items()}
+    assert sorted(set(theirs) - set(ours)) == [], "keys of the published checkpoint our model lacks"
+    assert sorted(set(ours) - set(theirs)) == [], "keys our model has that the published checkpoint lacks"
+    assert {k: v for k, v in ours.items() if theirs[k] != v} == {}, "shapes that differ"
+
+
+# -- Show-o ------------------------------------------------------------------------------------
+
+
+def test_show_o_512_and_magvit_v2_at_the_published_size(tmp_path, monkeypatch):
+    """show-o-512x512 (Phi-1.5 at Show-o's 58,498-token vocabulary, 437 tensors) and MAGVIT-v2
+    (382 tensors) through build_language_model / build_magvit, as ShowoUnified._load calls them."""
+    from lmms_genbench.generators.unified.showo import loading, magvit, real
+
+    manifest = _manifest("showo")
+    config, shapes = manifest["config"], manifest["state_dict_shapes"]
+    phi = tmp_path / "phi-1_5"  # the tokenizer folder's config.json is where the loader reads Phi's geometry
+    phi.mkdir()
+    (phi / "config.json").write_text(json.dumps(config["phi-1_5"]), encoding="utf-8")
+    monkeypatch.setattr(loading, "read_state", lambda repo, dtype, prefix="", device="cpu":
+                        _meta(shapes["show-o-512x512"], prefix))
+    lm = loading.build_language_model(str(phi), "showlab/show-o-512x512",
+                                      config["show-o-512x512"]["vocab_size"], "meta", "float32")
+    _same(_shapes(lm), {k.removeprefix("showo."): v for k, v in shapes["show-o-512x512"].items()})
+    assert _shapes(lm) == _shapes(real.language_model())
+
+    vq = magvit.build_magvit(_meta(shapes["magvitv2"]))
+    _same(_shapes(vq), shapes["magvitv2"])
+    assert vq.geometry == magvit.REAL_GEOMETRY and _shapes(vq) == _shapes(real.image_tokenizer())
+    # the loader's image size: sqrt(num_vq_tokens) codes a side, 16 pixels per code
+    assert vq.codebook_size == config["show-o-512x512"]["codebook_size"]
+    assert int(config["show-o-512x512"]["num_vq_tokens"] ** 0.5) * vq.geometry.downsample == 512
