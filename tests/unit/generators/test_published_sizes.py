@@ -65,3 +65,32 @@ def test_show_o_512_and_magvit_v2_at_the_published_size(tmp_path, monkeypatch):
     # the loader's image size: sqrt(num_vq_tokens) codes a side, 16 pixels per code
     assert vq.codebook_size == config["show-o-512x512"]["codebook_size"]
     assert int(config["show-o-512x512"]["num_vq_tokens"] ** 0.5) * vq.geometry.downsample == 512
+
+
+# -- BAGEL -------------------------------------------------------------------------------------
+
+
+def test_bagel_7b_mot_at_the_published_size(tmp_path):
+    """BAGEL-7B-MoT: ema.safetensors (1,223 tensors, 14.6 B values: the MoT LM with its
+    generation twin, SigLIP less its last layer, the 70 x 70 ViT and 64 x 64 latent position
+    tables) and ae.safetensors (FLUX.1's autoencoder, 244 tensors), through the loader's
+    read_configs / autoencoder_shape / build_empty / diffusers_state."""
+    from lmms_genbench.generators.unified.bagel import checkpoint, loading
+    from lmms_genbench.generators.unified.bagel.autoencoder import diffusers_state
+
+    manifest = _manifest("bagel")
+    config, shapes = manifest["config"], manifest["state_dict_shapes"]
+    for name in ("llm_config.json", "vit_config.json"):
+        (tmp_path / name).write_text(json.dumps(config[name]), encoding="utf-8")
+    llm_config, vit_config = checkpoint.read_configs(checkpoint.BagelFiles(str(tmp_path)))
+    ae_state = _meta(shapes["ae.safetensors"])
+    ae_shape = checkpoint.autoencoder_shape(ae_state)
+    network, vae = loading.build_empty(llm_config, vit_config, ae_shape)
+    _same(_shapes(network), shapes["ema.safetensors"])
+    mapped = diffusers_state(ae_state, len(ae_shape.multipliers))
+    assert len(mapped) == len(ae_state)
+    _same(_shapes(vae), {k: list(v.shape) for k, v in mapped.items()})
+
+    real_llm, real_vit, real_ae = checkpoint.real_configs()
+    assert ae_shape == real_ae
+    assert _shapes(network) == _shapes(loading.build_empty(real_llm, real_vit, real_ae)[0])
