@@ -94,3 +94,64 @@ def test_bagel_7b_mot_at_the_published_size(tmp_path):
     real_llm, real_vit, real_ae = checkpoint.real_configs()
     assert ae_shape == real_ae
     assert _shapes(network) == _shapes(loading.build_empty(real_llm, real_vit, real_ae)[0])
+
+
+# -- BLIP3-o -----------------------------------------------------------------------------------
+
+
+def _renamed_by_transformers(model, keys):
+    """``keys`` (a checkpoint's pre-v5 names) as transformers' from_pretrained renames them for
+    ``model``: its conversion mapping, then the base-model prefix (core_model_loading's two calls)."""
+    from transformers.conversion_mapping import get_model_conversion_mapping
+    from transformers.core_model_loading import WeightConverter, WeightRenaming, rename_source_key
+
+    mapping = get_model_conversion_mapping(model)
+    renamings = [m for m in mapping if isinstance(m, WeightRenaming)]
+    converters = [m for m in mapping if isinstance(m, WeightConverter)]
+    ours, out = model.state_dict(), {}
+    for key in keys:
+        new, _ = rename_source_key(key, renamings, converters, model.base_model_prefix, ours)
+        if new not in ours and key in ours:
+            new, _ = rename_source_key(key, [], [], model.base_model_prefix, ours)
+        out[key] = new
+    return out
+
+
+@pytest.mark.parametrize("name", ["BLIP3o-Model-4B", "BLIP3o-Model-8B"])
+def test_blip3o_at_the_published_size(name):
+    """BLIP3o-Model-4B (Qwen2.5-VL-3B, tied head) and -8B (Qwen2.5-VL-7B): the Qwen2.5-VL half's
+    keys as transformers renames them become exactly our Qwen2_5_VLForConditionalGeneration's
+    (built from the config by qwen_config); the generation half (model.dit.*, latent queries) is
+    exactly what load_qwen sets aside and what NextDiTCrossAttn.from_state_dict reads."""
+    import re
+
+    from transformers import Qwen2_5_VLForConditionalGeneration
+
+    from lmms_genbench.generators.unified.blip3o import checkpoint, real
+    from lmms_genbench.generators.unified.blip3o.dit import NextDiTCrossAttn, dit_weights
+
+    manifest = _manifest("blip3o")
+    config, shapes, tied = manifest["configs"][name], manifest["state_dict_shapes"][name], manifest["tied"][name]
+    generation = {k: v for k, v in shapes.items() if re.search(checkpoint.GENERATION_KEYS, k)}
+    assert sorted({k.split(".")[1] for k in generation}) == ["dit", "latent_queries"]
+    saved = {k: v for k, v in shapes.items() if k not in generation and k not in tied}
+
+    with torch.device("meta"):
+        lm = Qwen2_5_VLForConditionalGeneration(checkpoint.qwen_config(config))
+    renamed = _renamed_by_transformers(lm, saved)
+    assert len(set(renamed.values())) == len(renamed)
+    ours = {k: v for k, v in _shapes(lm).items() if not (config["tie_word_embeddings"] and k == "lm_head.weight")}
+    _same(ours, {renamed[k]: v for k, v in saved.items()})
+    # a head left out of the file must be the embedding (tied), else it would load as random
+    assert (lm.lm_head.weight is lm.get_input_embeddings().weight) is bool(tied)
+
+    with torch.device("meta"):
+        dit = NextDiTCrossAttn.from_state_dict(dit_weights(_meta(generation)))
+    _same(_shapes(dit), dit_weights(generation))
+    assert generation["model.latent_queries"] == [1, config["n_query"], config["hidden_size"]]
+    if name == "BLIP3o-Model-4B":  # real.py's random 4B is the same model
+        with torch.device("meta"):
+            parts = real.real_parts()
+        assert _shapes(parts["dit"]) == _shapes(dit)
+        assert {k: v for k, v in _shapes(parts["lm"]).items() if "embed_tokens" not in k and "lm_head" not in k} == \
+            {k: v for k, v in _shapes(lm).items() if "embed_tokens" not in k and "lm_head" not in k}
