@@ -155,3 +155,68 @@ def test_blip3o_at_the_published_size(name):
         assert _shapes(parts["dit"]) == _shapes(dit)
         assert {k: v for k, v in _shapes(parts["lm"]).items() if "embed_tokens" not in k and "lm_head" not in k} == \
             {k: v for k, v in _shapes(lm).items() if "embed_tokens" not in k and "lm_head" not in k}
+
+
+# -- VILA-U ------------------------------------------------------------------------------------
+
+#: what the authors' vision_tower file holds and VILA-U never runs (our loader leaves it unread):
+#: SigLIP's text tower and contrastive scale/bias, the vision tower's pooling head and final norm,
+#: its last encoder layer (encode_image stops one layer early) and the quantiser's EMA statistics
+_VILA_U_UNREAD = (r"rqvaesiglip\.siglip_model\.text_model\.", r"rqvaesiglip\.(siglip_model\.)?logit_(scale|bias)$",
+                  r"rqvaesiglip\.siglip_model\.vision_model\.(head|post_layernorm)\.",
+                  r"rqvaesiglip\.quantizer\.codebooks\.\d+\.(cluster_size_ema|embed_ema)$")
+
+
+@pytest.mark.parametrize("name, side, tokens, pixels", [("vila-u-7b-256", 256, 256, 256),
+                                                        ("vila-u-7b-384", 384, 729, 384)])
+def test_vila_u_at_the_published_size(tmp_path, monkeypatch, name, side, tokens, pixels):
+    """vila-u-7b-256 and -384: llm/ maps exactly onto transformers' LLaMA; vision_tower/ and
+    mm_projector/ through load_vision / load_projector (the SigLIP geometry from the id the tower
+    config names, the quantiser, decoder and depth transformer from the config), every tensor they
+    need present and every other one of a kind VILA-U never runs. The decoder's and the depth
+    transformer's sizes are derived from the authors' code, not read from the published files
+    (see the data README)."""
+    import re
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from lmms_genbench.generators.unified.vila_u import checkpoint
+
+    manifest = _manifest("vila_u")
+    config, shapes = manifest["configs"][name], manifest["state_dict_shapes"][name]
+    part = {p: {k.split("/", 1)[1]: v for k, v in shapes.items() if k.startswith(p + "/")}
+            for p in ("llm", "vision_tower", "mm_projector")}
+    top = {"mm_hidden_size": config["mm_hidden_size"], "hidden_size": config["hidden_size"]}
+    (tmp_path / "vision_tower").mkdir()
+    (tmp_path / "mm_projector").mkdir()
+    (tmp_path / "vision_tower" / "config.json").write_text(json.dumps(config["vision_tower"]), encoding="utf-8")
+    (tmp_path / "mm_projector" / "config.json").write_text(
+        json.dumps({"mm_projector_type": config["mm_projector_type"]}), encoding="utf-8")
+    monkeypatch.setattr(checkpoint, "load_weights", lambda folder: _meta(part[folder.name]))
+    with torch.device("meta"):
+        tower, depth, vision = checkpoint.load_vision(tmp_path, top)
+        projector = checkpoint.load_projector(tmp_path, top)
+        llm = LlamaForCausalLM(LlamaConfig(**config["llm"]))
+    _same(_shapes(projector), part["mm_projector"])
+    renamed = _renamed_by_transformers(llm, part["llm"])
+    _same(_shapes(llm), {renamed[k]: v for k, v in part["llm"].items()})
+
+    read = {f"rqvaesiglip.{k}": v for k, v in _shapes(tower).items()}
+    read.update({f"rqtransformer.{k}": v for k, v in _shapes(depth).items()})
+    last = vision.num_hidden_layers - 1  # the layer encode_image never reaches
+    unread = (*_VILA_U_UNREAD, rf"rqvaesiglip\.siglip_model\.vision_model\.encoder\.layers\.{last}\.")
+    left = {k: v for k, v in part["vision_tower"].items() if k not in read}
+    assert sorted(k for k in left if not any(re.search(p, k) for p in unread)) == []
+    _same(read, {k: v for k, v in part["vision_tower"].items() if k in read})
+
+    # the geometry the loader derives (VilaUUnified._load): input size, code grid, drawn size
+    grid = vision.image_size // vision.patch_size
+    latent_side = tower.decoder_latent_shape[0] if tower.decoder_latent_shape else grid
+    assert (vision.image_size, grid ** 2, latent_side * 2 ** (len(tower.decoder.up) - 1)) == (side, tokens, pixels)
+    assert config["vision_tower"]["rqvaesiglip"]["latent_shape"][:2] == [grid, grid]
+    if name == "vila-u-7b-256":  # real.py's random 256 model is the same model
+        from lmms_genbench.generators.unified.vila_u import real
+
+        built = real.parts("meta")
+        assert (_shapes(built["tower"]), _shapes(built["depth"]), _shapes(built["projector"]), _shapes(built["llm"])) \
+            == (_shapes(tower), _shapes(depth), _shapes(projector), _shapes(llm))
