@@ -220,3 +220,29 @@ def test_vila_u_at_the_published_size(tmp_path, monkeypatch, name, side, tokens,
         built = real.parts("meta")
         assert (_shapes(built["tower"]), _shapes(built["depth"]), _shapes(built["projector"]), _shapes(built["llm"])) \
             == (_shapes(tower), _shapes(depth), _shapes(projector), _shapes(llm))
+
+
+# -- Janus-Pro 7B (DeepSeek's format) ----------------------------------------------------------
+
+
+def test_janus_pro_7b_deepseek_format_at_the_published_size():
+    """deepseek-ai/Janus-Pro-7B as DeepSeek publishes it (936 tensors, 7.42 B values): its keys,
+    mapped by map_state_dict (renames, the SigLIP tower's fused qkv split), become exactly
+    transformers' Janus built by janus_config from the same config and state dict, as
+    load_deepseek reads them; 576 image tokens, 24 x 24 codes of 16 px (384 px)."""
+    from transformers import JanusForConditionalGeneration
+
+    from lmms_genbench.generators.unified.janus_deepseek import janus_config, map_state_dict
+
+    real = _manifest("janus_pro7b")
+    state = _meta(real["state_dict_shapes"])
+    ids = {"bos_token_id": 100000, "eos_token_id": 100001, "pad_token_id": 100015, "image_token_id": 100581}
+    config = janus_config(real["config"], {"num_image_tokens": 576}, state, ids)
+    with torch.device("meta"):
+        ours = _shapes(JanusForConditionalGeneration(config))
+    mapped = {k: list(v.shape) for k, v in map_state_dict(state).items()}
+    assert len(mapped) == len(ours)  # nothing dropped or merged beyond the qkv split
+    _same(ours, mapped)
+    assert (config.text_config.hidden_size, config.text_config.num_hidden_layers) == (4096, 30)
+    assert (config.vision_config.num_image_tokens, config.vq_config.num_patches) == (576, 24)
+    assert config.vq_config.num_patches * 2 ** (len(config.vq_config.channel_multiplier) - 1) == 384
