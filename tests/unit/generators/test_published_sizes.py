@@ -91,9 +91,12 @@ def test_bagel_7b_mot_at_the_published_size(tmp_path):
     assert len(mapped) == len(ae_state)
     _same(_shapes(vae), {k: list(v.shape) for k, v in mapped.items()})
 
-    real_llm, real_vit, real_ae = checkpoint.real_configs()
+    real_llm, real_vit, real_ae = checkpoint.real_configs()  # what the random published-size model builds
+    sizes = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
+             "num_key_value_heads", "image_size", "patch_size", "tie_word_embeddings")
     assert ae_shape == real_ae
-    assert _shapes(network) == _shapes(loading.build_empty(real_llm, real_vit, real_ae)[0])
+    assert [getattr(llm_config, k, None) for k in sizes] == [getattr(real_llm, k, None) for k in sizes]
+    assert [getattr(vit_config, k, None) for k in sizes] == [getattr(real_vit, k, None) for k in sizes]
 
 
 # -- BLIP3-o -----------------------------------------------------------------------------------
