@@ -53,6 +53,21 @@ tested is said per row.
 | BLIP3-o 4B | `unified=blip3o,unified.pretrained=BLIP3o/BLIP3o-Model-4B` | native (transformers' Qwen2.5-VL, diffusers' Lumina-Next blocks, UNet, VAE and schedulers); matches the authors' code at JiuhaiChen/BLIP3o@4689ec3 on random weights (understanding logits, greedy ids, DiT features and decoded pixels, float32 on a CPU). Not covered: the Hub's own decoder pipeline file (`pipeline_llava_gen.py`, unreadable here: compared against the EMU2 pipeline it derives from, with its negative prompt " "), bfloat16/CUDA numerics, and the real checkpoint's exact `config.json` keys and tokenizer files |
 | Show-o | `unified=showo` (reads `showlab/show-o-512x512`, `showlab/magvitv2` and `microsoft/phi-1_5` as `configs/showo_demo_512x512.yaml` names them) | native; matches the authors' code at 45a5a2de on random weights (understanding logits, greedy ids, image codes with and without guidance, decoded pixels; tests/support/data/parity/showo). Not covered: the CLIP-ViT understanding variant (`w_clip_vit`), flash-attention/CUDA kernels, bfloat16 (the authors run float32) |
 | VILA-U | `unified=vila_u,unified.pretrained=mit-han-lab/vila-u-7b-256` | native; matches the authors' code at `096623c` on random weights (tests/support/data/parity/vila_u: prompt ids, tower codes, greedy text and seeded image codes equal, logits within 1e-5, pixels within 1e-3, float32 and bfloat16 decoder). Not covered: their flash-attention kernel (CUDA only; a PyTorch stand-in ran in its place), video, and real weights (never loaded here; the SigLIP geometry of `google/siglip-large-patch16-256` is built in, not read from the checkpoint) |
+
+**Published-size structure** (`tests/unit/generators/test_published_sizes.py`, seconds, meta
+device): each native port's loader takes every state-dict key and shape that the authors' own
+classes produce at the published configuration (recorded in a scratch environment at the pinned
+commit: `tests/support/data/parity/<model>/real_state_dict_shapes.json`, with the configuration
+and its source in the file and the README). It loads them strictly: no missing key, equal shapes,
+the geometry read from them, and no key left over except, for VILA-U, the tensors of kinds it never
+runs (SigLIP's text tower, pooling head and last layer, the quantiser's EMA statistics). Covered: Show-o 512x512 with Phi-1.5 and
+MAGVIT-v2, BAGEL-7B-MoT with its autoencoder, BLIP3-o 4B and 8B (LM and DiT; not the diffusion
+decoder, which the authors' code never builds), VILA-U 256 and 384, Janus 1.3B
+(`test_janus13_parity.py`) and Janus-Pro 7B in DeepSeek's format. The published `config.json`
+files could not be read here. Their values come from the authors' config files and code
+defaults, the base models' public configs and the papers. VILA-U's decoder and depth-transformer
+sizes come from the authors' code, not the checkpoint (its 384 px residual depth, 16, from the
+paper, unverified here), and BLIP3-o's vocabulary (151,668) from their train.py. No defect showed at these sizes.
 """
 
 FOOTER = """

@@ -8,7 +8,9 @@ with residual depth 4 and a 16384-code codebook (paper, section 4.1); the projec
 ``vision_tower/config.json``: the decoder below is RQ-VAE's 256 px decoder (kakaobrain/rq-vae-transformer,
 ``ch`` 128, ``ch_mult`` [1, 1, 2, 2, 4], two res blocks, attention at 16 px) and the depth
 transformer takes the authors' ``AttentionBlockConfig``/``AttentionStackConfig`` defaults
-(width 2560, 40 heads, 6 layers). Treat those two parts' sizes as estimates.
+(width 2560, 40 heads, 6 layers). Those two parts' sizes are derived from the authors' code, not
+read from the checkpoint; the authors' classes at this configuration give exactly these parts' keys
+and shapes (tests/support/data/parity/vila_u/real_state_dict_shapes.json).
 """
 
 from __future__ import annotations
