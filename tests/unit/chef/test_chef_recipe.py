@@ -11,7 +11,8 @@ import yaml
 
 from lmms_genbench.chef import recipe as R
 from lmms_genbench.chef import results as scoring
-from lmms_genbench.models.chef import match_option, parse_judge_score
+from lmms_genbench.chef.readers import lenient
+from lmms_genbench.models.chef import parse_judge_score
 
 TASKS = Path(R.__file__).resolve().parents[1] / "tasks" / "chef"
 
@@ -113,12 +114,12 @@ def test_mmbench_and_pope_presets():
 @pytest.mark.parametrize(("text", "expected"), [
     ("(B) a swimsuit", 1), ("C. because", 2), ("The answer is D", 3), ("it is a swimsuit", 1), ("none", -1),
 ])
-def test_match_option(text, expected):
-    assert match_option(text, ["A", "B", "C", "D"], ["a space suit", "a swimsuit", "an apron", "a kit"]) == expected
+def test_lenient_reader(text, expected):
+    assert lenient(text, ["A", "B", "C", "D"], ["a space suit", "a swimsuit", "an apron", "a kit"])[0] == expected
 
 
-def test_match_option_verbalized_labels():
-    assert match_option("I think third.", ["first", "second", "third"], ["x", "y", "z"]) == 2
+def test_lenient_reader_verbalized_labels():
+    assert lenient("I think third.", ["first", "second", "third"], ["x", "y", "z"]) == (2, None)
 
 
 def test_parse_judge_score():
@@ -177,7 +178,7 @@ def test_hallucination_metrics_carry_the_names_of_lmms_eval_s_pope_task():
 
 def test_failed_and_judge_records():
     bad = json.dumps({"error": "ValueError: context is not a chef payload"})  # the chef model's failed doc
-    assert set(scoring.process_results({}, [bad])) == {"n_docs", "n_failed", "n_unmatched"}
+    assert set(scoring.process_results({}, [bad])) == {"n_docs", "n_failed", "n_unmatched", "unreadable"}
     lang = [_resp("language_performance", [("base", 0, 0, 4, None)], {"scores": [6, 8], "failed": 0}),
             _resp("language_performance", [("base", 0, 0, 4, None)], {"scores": [], "failed": 2}), bad]
     assert _aggregate(lang, "judge_score") == 7.0 and _aggregate(lang, "n_judge_failed") == 2
