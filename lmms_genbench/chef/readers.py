@@ -87,7 +87,8 @@ def chef_label(text: str, labels: Sequence[str]) -> tuple[int, str | None]:
     the reply names as a token, bare (a bare "A" not trusted) or with ChEF's affixes; a label
     found twice or two labels with one affix name none."""
     cleaned = text.split("###")[0].split("Assistant:")[-1].strip()
-    cleaned = cleaned.strip("</s><s>").strip("</Img>").strip()  # character sets, as ChEF strips
+    # ChEF strips these as character sets ("1s" loses its "s"), so do we
+    cleaned = cleaned.strip("<>/s").strip("<>/Igm").strip()
     text = _chef_patterns(cleaned) or text  # ChEF goes on with the raw reply when no pattern fits
     tokens = [x.strip() for x in text.split()]
 
@@ -131,20 +132,24 @@ def is_yes_no(option_texts: Sequence[str]) -> bool:
 _NEGATION = re.compile(r"(?:\bnot|\bno|n't|\bnever|\bexcept|\brather than|\binstead of)\s+(?:[\w'’]+\s+){0,2}[*_(\[\s]*$",
                        re.IGNORECASE)
 #: words after a capital "A" that make it option A, not the article ("A is right", "A because ...")
-_A_AS_LABEL = frozenset("is was would will should seems appears looks fits matches best correctly because since as "
-                        "and or but nor then so not being describes shows answers it".split())
+_A_AS_LABEL = frozenset(["is", "was", "would", "will", "should", "seems", "appears", "looks", "fits", "matches", "best",
+                         "correctly", "because", "since", "as", "and", "or", "but", "nor", "then", "so", "not", "being",
+                         "describes", "shows", "answers", "it"])
 
 
 def _mentions(text: str, needle: str, case: bool) -> list[int]:
     flags = 0 if case else re.IGNORECASE
-    return [m.start() for m in re.finditer(rf"(?<!\w){re.escape(needle)}(?!\w)", text, flags)]
+    # an ASCII label or text is a word of its own beside Chinese characters too ("答案是C")
+    edge = r"[A-Za-z0-9_]" if needle.isascii() else r"\w"
+    return [m.start() for m in re.finditer(rf"(?<!{edge}){re.escape(needle)}(?!{edge})", text, flags)]
 
 
 def _is_article(text: str, at: int) -> bool:
-    """A capital "A" followed by a lower-case word it does not govern as a label: "A two is shown"."""
+    """A capital "A" followed by a lower-case word or a number it does not govern as a label:
+    "A two is shown", "A 2 is shown"."""
     if at > 0 and text[at - 1] in "([{*'\"":
         return False
-    m = re.match(r"A[ \t]+([a-z]+)", text[at:])
+    m = re.match(r"A[ \t]+([a-z]+|[0-9])", text[at:])
     return bool(m) and m.group(1) not in _A_AS_LABEL
 
 
