@@ -17,7 +17,9 @@ Recipe keys (all optional except ``scenario``)::
                    answer: answer, answer_type: index | letter | text,
                    image: image | null (text-only) | photo: <package photo id field>,
                    image_required: true (an empty image fails the doc), key: id,
-                   group: index, group_modulo: 1000000, chance: 0.25}
+                   group: index, group_modulo: 1000000, chance: 0.25,
+                   missing_option: ["nan"] (strings that mean "no option" in an option
+                   column, beside a null or blank cell; default none: "None" is an option)}
     instruction:  {query: "{hint}{question}\\nOptions: {options}", answer_prompt: "Answer:",
                    answer_template: "The answer is {option}"}
     inferencer:   direct | ppl | cot | multiturn
