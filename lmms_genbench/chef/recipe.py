@@ -201,6 +201,9 @@ def check(recipe: Mapping[str, Any]) -> None:
         raise ValueError("scenario mapping needs 'options' (a list field or a list of columns) or 'fixed_options'")
     if spec.get("answer_type", "index") not in ("index", "letter", "text"):
         raise ValueError(f"scenario answer_type must be index, letter or text, got {spec['answer_type']!r}")
+    markers = spec.get("missing_option") or []
+    if isinstance(markers, str) or not all(isinstance(m, str) for m in markers):
+        raise ValueError(f"scenario missing_option must be a list of strings, got {markers!r}")
     modulo = spec.get("group_modulo")
     if spec.get("group") and modulo is not None and (not isinstance(modulo, int) or isinstance(modulo, bool) or modulo < 1):
         raise ValueError(f"scenario group_modulo must be a positive integer, got {modulo!r}")

@@ -121,8 +121,8 @@ def normalize(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> Item:
     elif isinstance(spec.get("options"), str):
         options = [str(o) for o in doc[spec["options"]]]
     elif isinstance(spec.get("options"), Sequence):
-        markers = spec.get("missing_option") or []
-        if isinstance(markers, str) or not all(isinstance(m, str) for m in markers):
+        markers = spec.get("missing_option") or []  # recipe.check names a bad value for the whole recipe
+        if isinstance(markers, str):
             raise ValueError(f"scenario missing_option must be a list of strings, got {markers!r}")
         options = [str(doc[c]) for c in spec["options"] if c in doc and not _no_option(doc[c], markers)]
     else:

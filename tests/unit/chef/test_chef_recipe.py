@@ -307,3 +307,5 @@ def test_an_option_reading_none_or_nan_is_an_option_where_the_row_has_it():
     assert R.normalize(docs[1], {"scenario": {"preset": "mmbench", "missing_option": ["nan"]}}).options == ("0", "1", "None")
     with pytest.raises(ValueError, match="missing_option must be a list of strings"):
         R.normalize(docs[1], {"scenario": {"preset": "mmbench", "missing_option": "nan"}})
+    with pytest.raises(ValueError, match="missing_option must be a list of strings"):
+        R.check({"scenario": {"preset": "mmbench", "missing_option": [None]}})
