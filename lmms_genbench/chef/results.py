@@ -183,10 +183,13 @@ def scored_records(ok: list[dict[str, Any]]) -> list[dict[str, Any]]:
     grouped = any(r.get("group") is not None for r in ok)
     if not grouped or (ok[0].get("scoring") or {}).get("copies", "original") != "original":
         return ok
+    originals = [r for r in ok if _original(r)]
     first: dict[Any, dict[str, Any]] = {}
-    for r in sorted(ok, key=lambda r: (not _original(r), _key_order(r.get("key")))):
+    for r in sorted((r for r in ok if not _original(r)), key=lambda r: _key_order(r.get("key"))):
         first.setdefault(r.get("group"), r)
-    return sorted(first.values(), key=lambda r: _key_order(r.get("key")))
+    covered = {r.get("group") for r in originals}
+    rows = originals + [r for g, r in first.items() if g not in covered]
+    return sorted(rows, key=lambda r: _key_order(r.get("key")))
 
 
 def groups_without_original(ok: list[dict[str, Any]]) -> int:
