@@ -287,16 +287,16 @@ def test_a_pool_row_without_its_image_fails_only_the_docs_that_show_it():
 def test_an_option_reading_none_or_nan_is_an_option_where_the_row_has_it():
     """MMBench's TSV layout (mmbench_dev_20230712.tsv: index, question, hint, A-D, answer, category,
     image, source, l2-category, comment, split; DATASET_SCHEMAS §5), read keeping its strings: the
-    blank cell is the missing marker, a cell reading "None" or "nan" is an option's text."""
+    blank cell is the missing marker (a null in the dataset), a cell reading "None" or "nan" is an
+    option's text. (pandas' default NA strings would turn both into nulls: ChEF's reading.)"""
+    import csv
     import io
-
-    import pandas as pd
 
     tsv = ("index\tquestion\thint\tA\tB\tC\tD\tanswer\tcategory\timage\tsource\tl2-category\tcomment\tsplit\n"
            "7\tHow many dogs are there?\t\tTwo\tNone\tOne\t\tB\tcount\tiVBOR\tseed\tfine\t\tdev\n"
            "8\tWhich value is missing?\t\tnan\t0\t1\tNone\tA\tcount\tiVBOR\tseed\tfine\t\tdev\n")
-    df = pd.read_csv(io.StringIO(tsv), sep="\t", keep_default_na=False, na_values=[""])
-    docs = datasets.Dataset.from_pandas(df)
+    rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(io.StringIO(tsv), delimiter="\t")]
+    docs = datasets.Dataset.from_list([{**row, "index": int(row["index"])} for row in rows])
     mm = {"scenario": {"preset": "mmbench", "image_required": False}}
     first, second = (R.normalize(doc, mm) for doc in docs)
     assert first.options == ("Two", "None", "One") and first.gold == 1
