@@ -29,6 +29,7 @@ from .cache import CallCache
 from .examiner import CachedExaminer, Examiner
 from .graph import SemanticGraph
 from .parse import (
+    YES_NO_READERS,
     Aspect,
     ParseError,
     parse_aspects,
@@ -76,6 +77,10 @@ class BuildConfig:
             put on the avoid list stay in the graph) or ``shared_withheld`` (one graph per
             aspect across its levels, listed words leave it: the list grows by ``e`` words
             in round ``e``, 55 after a 10-round level).
+        yes_no_reader: how a self-validation answer is read (:func:`parse.parse_yes_no`):
+            ``package`` (default: "Yes." is yes, "yes or no" and "not yes" unclear) or
+            ``authors`` (their ``tifa.py``: exactly "yes"/"no" after an "answer: " prefix;
+            made for their "answer: [...]" prompt, it fails a check answered "Yes.").
     """
 
     capability: str = "spatial"
@@ -93,11 +98,14 @@ class BuildConfig:
     max_new_tokens: int = 1024
     temperature: float = 0.0
     avoid_list: str = "per_level"
+    yes_no_reader: str = "package"
 
     def __post_init__(self) -> None:
         self.levels = tuple(self.levels)
         if self.avoid_list not in AVOID_LISTS:
             raise ValueError(f"avoid_list: expected one of {AVOID_LISTS}; got {self.avoid_list!r}")
+        if self.yes_no_reader not in YES_NO_READERS:
+            raise ValueError(f"yes_no_reader: expected one of {YES_NO_READERS}; got {self.yes_no_reader!r}")
         for name in ("n_general", "m_fine", "per_level", "n_validation_questions"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: expected an integer >= 1; got {getattr(self, name)!r}")
@@ -238,7 +246,7 @@ class Builder:
             for q in questions:
                 text = self.ex(P.render(P.VALIDATION_ANSWER, question=q), [image], purpose="validation_answer")
                 try:
-                    answers.append(parse_yes_no(text))
+                    answers.append(parse_yes_no(text, cfg.yes_no_reader))
                 except ParseError:
                     answers.append(False)  # an unreadable answer does not confirm the element
             score, ok, defects = validation_outcome(answers, questions, zeta)

@@ -218,10 +218,36 @@ def parse_validation_questions(text: str, limit: int) -> list[str]:
     return out[:limit]
 
 
-def parse_yes_no(text: str) -> bool:
-    """Yes or no: the answer's first word when it is one, else the only one of the two the
-    answer uses; "I cannot say yes or no", "maybe" raise ``unclear_yes_no``."""
-    words = re.findall(r"[a-z]+", (text or "").lower())
+#: how a self-validation answer is read (BuildConfig.yes_no_reader)
+YES_NO_READERS = ("package", "authors")
+# "yes" and "no" offered together ("yes or no", "Yes and no", "yes/no", "Yes. No.")
+_BOTH = re.compile(r"\b(yes|no)\b[\s,;/.]*(?:(?:or|and)\b[\s,;/.]*)?\b(?!\1\b)(yes|no)\b")
+# a negation in the same clause, up to two words before: "not yes", "cannot say yes"
+_NEGATED = re.compile(r"(?:\bnot|n't|\bcannot|\bnever)\s+(?:[a-z']+\s+){0,2}(?:yes|no)\b")
+
+
+def parse_yes_no(text: str, reader: str = "package") -> bool:
+    """Yes or no.
+
+    ``package``: the answer's first word when it is one, else the only one of the two the
+    answer uses; "yes" and "no" offered together ("yes or no", "Yes and no", "yes/no") or a
+    negated one ("Not yes", "I cannot say yes") raise ``unclear_yes_no``, as does "maybe".
+    ``authors``: AutoBench-V's ``tools/tifa.py``: the reply, stripped and without a leading
+    ``"answer: "``, must be exactly the answer ("yes"/"no"); anything else ("Yes", "yes.")
+    raises ``unclear_yes_no`` (their code counts it as a failed check).
+    """
+    if reader == "authors":
+        said = (text or "").strip()
+        said = said[len("answer: "):].strip() if said.startswith("answer: ") else said
+        if said not in ("yes", "no"):
+            raise ParseError("unclear_yes_no", (text or "")[:40])
+        return said == "yes"
+    if reader != "package":
+        raise ValueError(f"yes/no reader must be one of {YES_NO_READERS}, got {reader!r}")
+    lowered = (text or "").lower()
+    if _BOTH.search(lowered) or _NEGATED.search(lowered):
+        raise ParseError("unclear_yes_no", (text or "")[:40])
+    words = re.findall(r"[a-z]+", lowered)
     if words and words[0] in ("yes", "no"):
         return words[0] == "yes"
     said = {w for w in words if w in ("yes", "no")}

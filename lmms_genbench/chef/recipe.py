@@ -17,10 +17,15 @@ Recipe keys (all optional except ``scenario``)::
                    answer: answer, answer_type: index | letter | text,
                    image: image | null (text-only) | photo: <package photo id field>,
                    image_required: true (an empty image fails the doc), key: id,
-                   group: index, group_modulo: 1000000, chance: 0.25}
+                   group: index, group_modulo: 1000000, chance: 0.25,
+                   missing_option: ["nan"] (strings that mean "no option" in an option
+                   column, beside a null or blank cell; default none: "None" is an option)}
     instruction:  {query: "{hint}{question}\\nOptions: {options}", answer_prompt: "Answer:",
                    answer_template: "The answer is {option}"}
     inferencer:   direct | ppl | cot | multiturn
+    answer_reader: chef (default) | lenient | strict — how Direct/CoT free text is read as an
+                  option (:mod:`.readers`: ChEF's Answer_Extractor, or POPE_Metric for the
+                  hallucination desideratum's yes/no; the package's own readers by name)
     desideratum:  accuracy (default) | calibration | in_context_learning |
                   instruction_following | robustness | hallucination |
                   language_performance — picks the metric family (chef/results.py)
@@ -62,6 +67,7 @@ from typing import Any
 
 from ..core.registry import lookup
 from .corruptions import corrupt_image, corrupt_text, shuffle_options
+from .readers import READERS
 from .retrieval import RETRIEVERS, pool_doc, register_pool, retrieve
 from .scenario import (
     LETTERS,
@@ -188,11 +194,16 @@ def check(recipe: Mapping[str, Any]) -> None:
     from .results import FAMILIES
 
     lookup(FAMILIES, recipe.get("desideratum", "accuracy"), "recipe desideratum")
+    if recipe.get("answer_reader", "chef") not in READERS:
+        raise ValueError(f"recipe answer_reader must be one of {READERS}, got {recipe.get('answer_reader')!r}")
     spec = scenario_spec(recipe)
     if "fixed_options" not in spec and not isinstance(spec.get("options"), (str, Sequence)):
         raise ValueError("scenario mapping needs 'options' (a list field or a list of columns) or 'fixed_options'")
     if spec.get("answer_type", "index") not in ("index", "letter", "text"):
         raise ValueError(f"scenario answer_type must be index, letter or text, got {spec['answer_type']!r}")
+    markers = spec.get("missing_option") or []
+    if isinstance(markers, str) or not all(isinstance(m, str) for m in markers):
+        raise ValueError(f"scenario missing_option must be a list of strings, got {markers!r}")
     modulo = spec.get("group_modulo")
     if spec.get("group") and modulo is not None and (not isinstance(modulo, int) or isinstance(modulo, bool) or modulo < 1):
         raise ValueError(f"scenario group_modulo must be a positive integer, got {modulo!r}")
@@ -264,6 +275,8 @@ def render(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> dict[str, Any]:
     # the chef model echoes "key", "group" and "scoring" into its response for process_results
     return {
         "chef": 1, "key": item.key, "group": item.group, "inferencer": inferencer, "desideratum": desideratum,
+        # how the chef model reads a Direct/CoT answer; POPE's yes/no under the hallucination desideratum
+        "answer_reader": recipe.get("answer_reader", "chef"), "pope": desideratum == "hallucination",
         "scoring": {**scoring(recipe), "original": is_original(doc, recipe)},
         "answer_prompt": instr["answer_prompt"], "judge_samples": int(recipe.get("judge_samples", 0)),
         "question": item.question, "gold_text": item.options[item.gold], "n_visuals": next_visual, "variants": out,

@@ -12,12 +12,16 @@ Names (``<v>`` is a variant name; the first variant is the reference):
 * ``acc``, ``acc_<v>``, ``acc_rand`` (the chance level of RRM and RIAM: the recipe's
   ``scoring.chance``, by default ChEF's constant for MMBench (0.2757) and ScienceQA (0.358),
   else the mean of 1/#options), ``n_docs``, ``n_failed``, ``n_unmatched`` (Direct/CoT answers
-  naming no option, counted wrong; for POPE scored as the answer the truth is not).
+  naming no option, counted wrong; for POPE scored as the answer the truth is not),
+  ``unreadable`` (those answers per reason, :data:`lmms_genbench.chef.readers.REASONS`:
+  ``{"negation": 2, "several_options": 1}``).
 * circular (scenarios with a ``group`` rule: the MMBench presets): with ``scoring.copies:
   original`` (the default, ChEF's ``vanilla`` scoring) ``acc`` and every relative metric
   (``ece`` and its bins, RIAM, RRM, RR, match ratio) are computed on each group's original
   question (``id mod 1e6``: the row the payload flags ``scoring.original``), as ChEF's ``desiderata.py``, ``vqa.py`` and
-  ``eval_insfollow.py``; ``pooled`` scores every copy as a question of its own.
+  ``eval_insfollow.py``; a group whose original row is missing (a sampled or cut split) is scored
+  on its first remaining copy (smallest key), as ChEF's loop does, and counted by
+  ``n_groups_no_original``; ``pooled`` scores every copy as a question of its own.
   ``acc_per_copy`` = accuracy over every copy, ``acc_circular`` = MMBench's CircularEval on
   the first variant (a group scores 1 only when all its answered copies are right; failed
   docs are left out and counted by ``n_failed``), ``n_groups`` = the groups it is over.
@@ -58,7 +62,7 @@ from lmms_genbench.metrics.functional.intervals import bootstrap_interval
 
 N_BINS = 10
 _BINS = [f"bin{b}_{k}" for b in range(N_BINS) for k in ("acc", "conf", "n")]
-_COUNTS = ["n_docs", "n_failed", "n_unmatched"]
+_COUNTS = ["n_docs", "n_failed", "n_unmatched", "unreadable"]
 #: metric name -> PopeCounts.metrics() key; the names are lmms-eval 0.7.3's pope task's
 _POPE = {"pope_accuracy": "accuracy", "pope_precision": "precision", "pope_recall": "recall",
          "pope_f1_score": "f1", "pope_yes_ratio": "yes_ratio"}
@@ -90,7 +94,7 @@ FAMILIES: dict[str, tuple[list[str], tuple[str, ...]]] = {
     }.items()
 }
 #: added to a family that reports ``acc`` when the scenario has circular groups
-CIRCULAR = [*_with_stderr(["acc_circular", "n_groups"]), "acc_per_copy"]
+CIRCULAR = [*_with_stderr(["acc_circular", "n_groups"]), "acc_per_copy", "n_groups_no_original"]
 _PER_VARIANT = ("acc", "riam", "match_ratio", "rrm", "rr")
 
 
@@ -106,7 +110,7 @@ def record(response: str) -> dict[str, Any]:
                 "desideratum": data.get("desideratum") if isinstance(data, dict) else None}
     variants = [
         {"name": v["name"], "pred": int(v["pred"]), "gold": int(v["gold"]), "n": int(v["n_options"]),
-         "conf": v.get("confidence")}
+         "conf": v.get("confidence"), **({"unread": str(v["unread"])} if v.get("unread") else {})}
         for v in data["variants"]
     ]
     judge = data.get("judge") or {}
@@ -137,9 +141,11 @@ def process_results(doc, results):
     if rec["failed"] and rec.get("desideratum") is None:
         # no variant names to go by: feed only the counters (n_failed counts it)
         return {name: (name, rec) for name in _COUNTS}
-    if not rec["failed"] and scored_records([rec]):
+    copies = (rec.get("scoring") or {}).get("copies", "original")
+    if not rec["failed"] and (rec.get("group") is None or copies != "original" or _original(rec)):
         # the doc's share of acc (variant 0 correct), for lmms-eval's --baseline
-        # (lmms_genbench.hooks.host_scores); a circular copy that acc leaves out has none
+        # (lmms_genbench.hooks.host_scores); a circular copy has none (one doc cannot tell whether
+        # its group's original row is in the run, so a group scored on a copy has none either)
         rec["score"] = _correct([rec], 0)[0]
     return {name: (name, rec) for name in metric_names(rec, rec.get("variant_names"))}
 
@@ -170,12 +176,26 @@ def _original(rec: dict[str, Any]) -> bool:
 
 def scored_records(ok: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records the relative metrics are computed on: with ``scoring.copies: original``
-    (the default) each circular group's original question (``id mod 1e6``, as the payload
-    flags it), in key order as ChEF sorts them; else (pooled, or no groups) all."""
+    (the default) one row per circular group, in key order as ChEF sorts them: its original
+    question (``id mod 1e6``, as the payload flags it) or, where that row is missing, its first
+    remaining copy (ChEF's loop scores the first row of each ``id mod 1e6``); else (pooled, or no
+    groups) all."""
     grouped = any(r.get("group") is not None for r in ok)
     if not grouped or (ok[0].get("scoring") or {}).get("copies", "original") != "original":
         return ok
-    return sorted((r for r in ok if _original(r)), key=lambda r: _key_order(r.get("key")))
+    originals = [r for r in ok if _original(r)]
+    first: dict[Any, dict[str, Any]] = {}
+    for r in sorted((r for r in ok if not _original(r)), key=lambda r: _key_order(r.get("key"))):
+        first.setdefault(r.get("group"), r)
+    covered = {r.get("group") for r in originals}
+    rows = originals + [r for g, r in first.items() if g not in covered]
+    return sorted(rows, key=lambda r: _key_order(r.get("key")))
+
+
+def groups_without_original(ok: list[dict[str, Any]]) -> int:
+    """How many circular groups have no original row among ``ok`` (scored on a copy)."""
+    groups = {r.get("group") for r in ok if r.get("group") is not None}
+    return len(groups - {r.get("group") for r in ok if _original(r)})
 
 
 def chance_level(recs: list[dict[str, Any]]) -> float:
@@ -240,14 +260,14 @@ def _stderr(name: str, ok: list[dict[str, Any]], names: list[str]) -> float:
     return float("nan") if interval["stderr"] is None else interval["stderr"]
 
 
-def aggregate(items) -> float | None:
+def aggregate(items) -> float | dict[str, int] | None:
     """Value of the metric named in ``items`` (all ``(name, record)`` with one name); None
     when it is not a number."""
     value = _value(items)
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def _value(items) -> float:
+def _value(items) -> float | dict[str, int]:
     if not items:
         return float("nan")
     name = items[0][0]
@@ -262,6 +282,11 @@ def _value(items) -> float:
     names = [v["name"] for v in ok[0]["variants"]]
     if name == "n_unmatched":
         return float(sum(v["pred"] < 0 for r in ok for v in r["variants"]))
+    if name == "unreadable":  # per reason; answers of responses written before 2.1 carry none
+        reasons = [v.get("unread") or "no_option" for r in ok for v in r["variants"] if v["pred"] < 0]
+        return {reason: reasons.count(reason) for reason in sorted(set(reasons))}
+    if name == "n_groups_no_original":
+        return float(groups_without_original(ok))
     if name == "acc_circular":
         return stats.circular_accuracy([r.get("group") for r in ok], _correct(ok, 0))
     if name == "n_groups":

@@ -27,6 +27,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # dev holds CircularEval copies at index + k * 1_000_000 (lmms-eval mmbench_evals.py
     # groups them by index % 1e6; shared DATASET_SCHEMAS.md §5)
     # chance: ChEF's constant for MMBench's vanilla accuracy (scenario/utils.py, mmbench_rand_acc)
+    # an absent option is a null (a blank cell in the TSV); "None" and "nan" are options' texts
+    # (SEED-Bench-style counting answers); a copy whose absent options read "nan" sets missing_option
     "mmbench": {"question": "question", "hint": "hint", "options": ["A", "B", "C", "D", "E"],
                 "answer": "answer", "answer_type": "letter", "image": "image", "key": "index",
                 "group": "index", "group_modulo": 1_000_000, "image_required": True, "chance": 0.2757},
@@ -55,6 +57,15 @@ class Item:
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip().lower() in ("", "nan", "none")
+
+
+def _no_option(value: Any, markers: Sequence[str]) -> bool:
+    """Whether an option column holds no option: the dataset's own missing marker decides (a null,
+    a blank cell, or a string the scenario's ``missing_option`` names), never the text: an option
+    reading "None" (a counting question's answer) or "nan" is an option."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    return str(value).strip() == "" or str(value) in markers
 
 
 def scenario_spec(recipe: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,7 +121,10 @@ def normalize(doc: Mapping[str, Any], recipe: Mapping[str, Any]) -> Item:
     elif isinstance(spec.get("options"), str):
         options = [str(o) for o in doc[spec["options"]]]
     elif isinstance(spec.get("options"), Sequence):
-        options = [str(doc[c]) for c in spec["options"] if c in doc and not _missing(doc[c])]
+        markers = spec.get("missing_option") or []  # recipe.check names a bad value for the whole recipe
+        if isinstance(markers, str):
+            raise ValueError(f"scenario missing_option must be a list of strings, got {markers!r}")
+        options = [str(doc[c]) for c in spec["options"] if c in doc and not _no_option(doc[c], markers)]
     else:
         raise ValueError("scenario mapping needs 'options' (a list field or a list of columns) or 'fixed_options'")
     if len(options) < 2:

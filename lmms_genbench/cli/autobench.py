@@ -37,7 +37,7 @@ def _config(args):
         thresholds=thresholds, max_redraws=args.max_redraws, max_retries=args.max_retries,
         n_validation_questions=args.validation_questions, seed=args.seed,
         max_new_tokens=args.examiner_max_new_tokens, temperature=args.examiner_temperature,
-        avoid_list=args.avoid_list,
+        avoid_list=args.avoid_list, yes_no_reader=args.yes_no_reader,
     )
 
 
@@ -185,6 +185,9 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--avoid-list", choices=("per_level", "shared_withheld"), default="per_level",
                    help="per_level (the authors'): a fresh semantic graph per level, listed words kept in it; "
                         "shared_withheld: one graph across the levels, listed words removed (the list grows much faster)")
+    p.add_argument("--yes-no-reader", choices=("package", "authors"), default="package",
+                   help="how the examiner's yes/no self-validation answers are read: package (\"Yes.\" is yes; "
+                        "\"yes or no\", \"not yes\" unclear) or authors (tifa.py: exactly yes/no after \"answer: \")")
     p.add_argument("--examiner-max-new-tokens", type=int, default=1024)
     p.add_argument("--examiner-temperature", type=float, default=0.0)
 

@@ -19,7 +19,8 @@ from docs whose Image columns it dropped. A doc whose images cannot be found
 answers ``{"error": ...}`` (counted by ``n_failed``), never a text-only score.
 Per variant:
 
-* ``direct``: generate after ``answer_prompt``, then match the text to an option;
+* ``direct``: generate after ``answer_prompt``, then read the text as an option with the
+  recipe's ``answer_reader`` (:mod:`lmms_genbench.chef.readers`: ChEF's own reading by default);
 * ``ppl``: one loglikelihood request per option (continuation = the option);
 * ``cot``: generate after "Let's think step by step." (``cot_max_new_tokens``,
   256 as ChEF), then generate the answer with the reasoning in the context;
@@ -55,9 +56,10 @@ from typing import Any
 from lmms_eval.api.model import lmms
 
 from .. import host, preflight
-from ..core.model_args import optional_int, split_prefixed
+from ..chef.readers import read_answer
 from ..command import read_command
 from ..command.cycle import OFFLINE_HINT
+from ..core.model_args import optional_int, split_prefixed
 
 logger = logging.getLogger(__name__)
 
@@ -79,36 +81,6 @@ JUDGE_PROMPT = (
     "relevant to the question and consistent with the correct answer? "
     "Reply with the number only.\nScore:"
 )
-
-
-def match_option(text: str, labels: list[str], option_texts: list[str]) -> int:
-    """Index of the option a free-form answer names, or -1 (the answer names none).
-
-    Tries, in order: a label in parentheses "(B)"; a label standing alone at the
-    start ("B", "B.", "B:"); the first label appearing as a whole word; the first
-    option text appearing as whole words (the longer at one place). Whole words
-    only: "I don't know", "Not sure" and "I cannot tell" do not name "No".
-    """
-    t = text.strip()
-    for i, lab in enumerate(labels):
-        if f"({lab})".lower() in t.lower():
-            return i
-    for i, lab in enumerate(labels):
-        if re.match(rf"^{re.escape(lab)}(?:[\s.:)]|$)", t, flags=re.IGNORECASE if len(lab) > 1 else 0):
-            return i
-    hits = []
-    for i, lab in enumerate(labels):
-        m = re.search(rf"(?<!\w){re.escape(lab)}(?!\w)", t, flags=re.IGNORECASE if len(lab) > 1 else 0)
-        if m:
-            hits.append((m.start(), i))
-    if hits:
-        return min(hits)[1]
-    found = []
-    for i, o in enumerate(option_texts):
-        m = re.search(rf"(?<!\w){re.escape(o.strip())}(?!\w)", t, flags=re.IGNORECASE) if o.strip() else None
-        if m:
-            found.append((m.start(), -len(o), i))
-    return min(found)[2] if found else -1
 
 
 def parse_judge_score(text: str) -> float | None:
@@ -291,7 +263,11 @@ class ChefModel(lmms):
             (j["answer_ctx"], self._gen_kwargs(j["answer_tokens"]), j["images"]) for j in gen_jobs])
         for j, text in zip(gen_jobs, texts):
             j["rec"]["answer"] = text
-            j["rec"]["pred"] = match_option(text, j["variant"]["labels"], j["variant"]["option_texts"])
+            pred, reason = read_answer(text, j["variant"]["labels"], j["variant"]["option_texts"],
+                                       j["payload"].get("answer_reader", "chef"), pope=j["payload"].get("pope", False))
+            j["rec"]["pred"] = pred
+            if reason:  # why the answer names no option, counted per reason (results' ``unreadable``)
+                j["rec"]["unread"] = reason
         ppl_jobs = [j for j in jobs if j["payload"]["inferencer"] in ("ppl", "multiturn")]
         items, owners = [], []
         for j in ppl_jobs:

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
+from lmms_genbench.chef.readers import REASONS
 from tests.support.lmms_eval_runs import BIN, response, results_file, samples
 from tests.support.lmms_eval_runs import run as run_offline
-
 
 SMOKE_TASKS = ["chef_calibration_smoke", "chef_icl_smoke", "chef_insfollow_smoke", "chef_robustness_smoke",
                "chef_hallucination_smoke", "chef_language_smoke", "chef_scenario_smoke_direct",
@@ -33,6 +33,10 @@ def _run(tmp, tasks, model_args="preset=smoke,judge=inner"):
 def _metrics(results, task):
     # only numbers: lmms-eval would write a raw per-doc list for a metric it cannot aggregate
     raw = {k.split(",")[0]: v for k, v in results["results"][task].items() if "," in k and "stderr" not in k}
+    # the one mapping: unreadable answers per reason, which add up to n_unmatched
+    unreadable = raw.pop("unreadable")
+    assert isinstance(unreadable, dict) and set(unreadable) <= set(REASONS), unreadable
+    assert sum(unreadable.values()) == raw["n_unmatched"], (unreadable, raw["n_unmatched"])
     # None: not a number (lmms-eval prints N/A; a bare NaN would make the file invalid JSON)
     assert all(v is None or isinstance(v, (int, float)) for v in raw.values()), {k: type(v) for k, v in raw.items()}
     return raw

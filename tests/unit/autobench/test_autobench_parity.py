@@ -87,3 +87,35 @@ def test_bold_labels_and_ambiguous_answers_and_yes_or_no():
     assert (utils.aggregate([("acc_strict_hard", {"correct": 1, "parsed": 1, "pred": "A", "rule": "strict",
                                                             "correct_strict": 1, "answer": "A", "level": "easy",
                                                             "aspect": "a", "capability": "c"})]) is None)  # N/A: no hard doc
+
+
+READERS_DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "readers"
+
+
+def _yes_no(text, reader):
+    try:
+        return "yes" if parse.parse_yes_no(text, reader) else "no"
+    except parse.ParseError as exc:
+        assert exc.reason == "unclear_yes_no"
+        return None
+
+
+def test_the_authors_yes_no_reader_gives_their_verdict_on_every_recorded_answer():
+    """Their tools/tifa.py: exactly "yes"/"no" after an "answer: " prefix (readers/README.md)."""
+    inputs = json.loads((READERS_DATA / "inputs.json").read_text(encoding="utf-8"))["yes_no"]
+    theirs = json.loads((READERS_DATA / "authors_outputs.json").read_text(encoding="utf-8"))["yes_no"]
+    assert [_yes_no(c["reply"], "authors") for c in inputs] == [a["reads"] for a in theirs]
+    # ours differs where tasks/autobench/README.md says: case, a full stop, a sentence around the word
+    differ = [c["reply"] for c, a in zip(inputs, theirs) if _yes_no(c["reply"], "package") != a["reads"]]
+    assert len(differ) == 30 and {"Yes", "No.", "answer: Yes", "Yes, the chair is there.", "No doubt."} <= set(differ)
+
+
+@pytest.mark.parametrize("reply, read", [
+    ("Yes.", "yes"), ("No, there is no chair.", "no"), ("Yes, there is no dog.", "yes"), ("yes or no", None),
+    ("Yes and no", None), ("Not yes", None), ("NOT YES", None), ("yes/no", None), ("no, yes", None),
+    ("Yes, no doubt.", None), ("I cannot say yes or no", None), ("maybe", None), ("No doubt.", "no"),
+])
+def test_the_package_yes_no_reader_calls_offered_or_negated_answers_unclear(reply, read):
+    assert _yes_no(reply, "package") == read
+    with pytest.raises(ValueError, match="yes/no reader must be one of"):
+        parse.parse_yes_no("yes", "fuzzy")

@@ -131,3 +131,27 @@ def test_per_row_scenarios_emit_no_circular_metric():
     payload = {"key": "k1", "inferencer": "ppl", "desideratum": "accuracy",
                "variants": [{"name": "base", "gold": 0, "options": ["a", "b"]}]}
     assert "acc_circular" not in scoring.process_results({}, [_response(payload, [0])])
+
+
+def test_a_group_without_its_original_row_is_scored_on_its_first_copy_and_counted(docs):
+    """A sampled or cut split: groups 1 and 3 lost their original rows (index 1 and 3). ChEF's loop
+    scores such a group's first remaining copy (smallest id) for vanilla accuracy, as we do; its
+    circular score (rows with id % 1e6 == the copy's full id: none, so 1) is its grouping defect:
+    we score the copies that are there."""
+    rec = _recipe("chef_calibration_mmbench")
+    wrong = {1_000_001}
+    items = {}
+    for doc in docs:
+        if doc["index"] in (1, 3):
+            continue
+        payload = R.render(doc, rec)
+        gold = payload["variants"][0]["gold"]
+        pred = (gold + 1) % len(payload["variants"][0]["options"]) if doc["index"] in wrong else gold
+        for name, value in scoring.process_results(doc, [_response(payload, [pred])]).items():
+            items.setdefault(name, []).append(value)
+    assert scoring.aggregate(items["n_groups"]) == 4 and scoring.aggregate(items["n_groups_no_original"]) == 2
+    # acc over 0, 1_000_001 (wrong), 2, 1_000_003: ChEF's vanilla rows
+    assert [r["key"] for r in scoring.scored_records([r for _, r in items["acc"]])] == ["0", "2", "1000001", "1000003"]
+    assert scoring.aggregate(items["acc"]) == pytest.approx(3 / 4)
+    # group 1 has a wrong copy (ChEF's defect would count it right), group 3's one copy is right
+    assert scoring.aggregate(items["acc_circular"]) == pytest.approx(3 / 4)

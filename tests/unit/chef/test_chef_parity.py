@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from lmms_genbench.chef import recipe as R
-from lmms_genbench.models.chef import match_option
+from lmms_genbench.chef.readers import lenient
 from lmms_genbench.tasks.chef import utils
 
 DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "chef"
@@ -34,8 +34,8 @@ def _pred(text, n, variant):
     """Our model's reading of an answer: letters, or the verbalizer's labels."""
     if variant in VERBALIZERS:
         labels = R._verbalizer(VERBALIZERS[variant], n)
-        return match_option(text, labels, labels)
-    return match_option(text, list(LETTERS[:n]), [])
+        return lenient(text, labels, labels)[0]
+    return lenient(text, list(LETTERS[:n]), [])[0]
 
 
 def _response(row, ds, desideratum, variants, conf=False):
@@ -129,7 +129,7 @@ def test_in_context_learning_runs_the_authors_12_settings(ds):
 def test_hallucination_where_answers_name_an_option_and_free_text_is_never_a_no():
     recs, clean = [], []
     for row in INPUTS["pope"]:
-        pred = match_option(row["answer"], ["A", "B"], ["Yes", "No"])
+        pred = lenient(row["answer"], ["A", "B"], ["Yes", "No"])[0]
         assert (pred >= 0) == row["names_option"], row["answer"]
         resp = json.dumps({"key": row["id"], "group": None, "inferencer": "direct", "desideratum": "hallucination",
                            "variants": [{"name": "base", "pred": pred, "gold": 0 if row["gt"] == "yes" else 1,

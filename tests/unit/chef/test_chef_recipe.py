@@ -11,7 +11,8 @@ import yaml
 
 from lmms_genbench.chef import recipe as R
 from lmms_genbench.chef import results as scoring
-from lmms_genbench.models.chef import match_option, parse_judge_score
+from lmms_genbench.chef.readers import lenient
+from lmms_genbench.models.chef import parse_judge_score
 
 TASKS = Path(R.__file__).resolve().parents[1] / "tasks" / "chef"
 
@@ -113,12 +114,12 @@ def test_mmbench_and_pope_presets():
 @pytest.mark.parametrize(("text", "expected"), [
     ("(B) a swimsuit", 1), ("C. because", 2), ("The answer is D", 3), ("it is a swimsuit", 1), ("none", -1),
 ])
-def test_match_option(text, expected):
-    assert match_option(text, ["A", "B", "C", "D"], ["a space suit", "a swimsuit", "an apron", "a kit"]) == expected
+def test_lenient_reader(text, expected):
+    assert lenient(text, ["A", "B", "C", "D"], ["a space suit", "a swimsuit", "an apron", "a kit"])[0] == expected
 
 
-def test_match_option_verbalized_labels():
-    assert match_option("I think third.", ["first", "second", "third"], ["x", "y", "z"]) == 2
+def test_lenient_reader_verbalized_labels():
+    assert lenient("I think third.", ["first", "second", "third"], ["x", "y", "z"]) == (2, None)
 
 
 def test_parse_judge_score():
@@ -177,7 +178,7 @@ def test_hallucination_metrics_carry_the_names_of_lmms_eval_s_pope_task():
 
 def test_failed_and_judge_records():
     bad = json.dumps({"error": "ValueError: context is not a chef payload"})  # the chef model's failed doc
-    assert set(scoring.process_results({}, [bad])) == {"n_docs", "n_failed", "n_unmatched"}
+    assert set(scoring.process_results({}, [bad])) == {"n_docs", "n_failed", "n_unmatched", "unreadable"}
     lang = [_resp("language_performance", [("base", 0, 0, 4, None)], {"scores": [6, 8], "failed": 0}),
             _resp("language_performance", [("base", 0, 0, 4, None)], {"scores": [], "failed": 2}), bad]
     assert _aggregate(lang, "judge_score") == 7.0 and _aggregate(lang, "n_judge_failed") == 2
@@ -281,3 +282,30 @@ def test_a_pool_row_without_its_image_fails_only_the_docs_that_show_it():
     assert any(4 in rows for rows in shown.values())
     with pytest.raises(ValueError, match="image_required"):
         R.visuals(ds[4], rec)
+
+
+def test_an_option_reading_none_or_nan_is_an_option_where_the_row_has_it():
+    """MMBench's TSV layout (mmbench_dev_20230712.tsv: index, question, hint, A-D, answer, category,
+    image, source, l2-category, comment, split; DATASET_SCHEMAS §5), read keeping its strings: the
+    blank cell is the missing marker (a null in the dataset), a cell reading "None" or "nan" is an
+    option's text. (pandas' default NA strings would turn both into nulls: ChEF's reading.)"""
+    import csv
+    import io
+
+    tsv = ("index\tquestion\thint\tA\tB\tC\tD\tanswer\tcategory\timage\tsource\tl2-category\tcomment\tsplit\n"
+           "7\tHow many dogs are there?\t\tTwo\tNone\tOne\t\tB\tcount\tiVBOR\tseed\tfine\t\tdev\n"
+           "8\tWhich value is missing?\t\tnan\t0\t1\tNone\tA\tcount\tiVBOR\tseed\tfine\t\tdev\n")
+    rows = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(io.StringIO(tsv), delimiter="\t")]
+    docs = datasets.Dataset.from_list([{**row, "index": int(row["index"])} for row in rows])
+    mm = {"scenario": {"preset": "mmbench", "image_required": False}}
+    first, second = (R.normalize(doc, mm) for doc in docs)
+    assert first.options == ("Two", "None", "One") and first.gold == 1
+    assert second.options == ("nan", "0", "1", "None") and second.gold == 0
+    payload = R.render(docs[0], {**mm, "inferencer": "direct"})
+    assert payload["variants"][0]["option_texts"] == ["Two", "None", "One"]
+    # a copy whose absent options read "nan" names that marker
+    assert R.normalize(docs[1], {"scenario": {"preset": "mmbench", "missing_option": ["nan"]}}).options == ("0", "1", "None")
+    with pytest.raises(ValueError, match="missing_option must be a list of strings"):
+        R.normalize(docs[1], {"scenario": {"preset": "mmbench", "missing_option": "nan"}})
+    with pytest.raises(ValueError, match="missing_option must be a list of strings"):
+        R.check({"scenario": {"preset": "mmbench", "missing_option": [None]}})

@@ -139,8 +139,9 @@ def test_a_visual_layout_mismatch_fails_the_doc():
     assert "0 visual slots, the payload lays out 1" in json.loads(out)["error"]
 
 
-def _pope_request(inferencer, gold):
+def _pope_request(inferencer, gold, reader="lenient"):
     payload = {"chef": 1, "key": "k", "group": None, "inferencer": inferencer, "desideratum": "hallucination",
+               "answer_reader": reader, "pope": True,
                "scoring": {"copies": "original", "chance": None, "original": True},
                "answer_prompt": "Answer:", "judge_samples": 0, "question": "Is there a dog?", "gold_text": "No",
                "variants": [{"name": "base", "prompt": "Is there a dog?", "options": ["Yes", "No"],
@@ -154,6 +155,7 @@ def _pope_request(inferencer, gold):
 @pytest.mark.parametrize("inferencer", ["direct", "cot"])
 @pytest.mark.parametrize("answer", ["I don't know.", "Not sure.", "I cannot tell."])
 def test_free_text_naming_no_option_is_never_a_no(inferencer, answer):
+    """The package's readers (answer_reader: lenient); ChEF's own reading is below."""
     from lmms_genbench.chef import results
 
     model = _model(ScriptedInner({}, answer=answer))
@@ -167,3 +169,25 @@ def test_free_text_naming_no_option_is_never_a_no(inferencer, answer):
     model.task_dict = {"t": {"s": [{}]}}
     (out,) = model.generate_until([_pope_request(inferencer, 1)])
     assert results.aggregate([results.process_results({}, [out])["pope_accuracy"]]) == 1.0
+
+
+@pytest.mark.parametrize(("answer", "pred"), [("I don't know.", 0), ("Not sure.", 0), ("NO.", 0), ("B", 0),
+                                              ("There is not a dog.", 1), ("Yes and no.", 1), ("No", 1)])
+def test_chefs_reader_reads_pope_free_text_as_its_pope_metric(answer, pred):
+    """answer_reader: chef (the default): POPE_Metric's reading, every answer a Yes or a No."""
+    model = _model(ScriptedInner({}, answer=answer))
+    model.task_dict = {"t": {"s": [{}]}}
+    (out,) = model.generate_until([_pope_request("direct", 1, reader="chef")])
+    v = json.loads(out)["variants"][0]
+    assert v["pred"] == pred and "unread" not in v
+
+
+def test_an_unreadable_answer_is_counted_with_its_reason():
+    from lmms_genbench.chef import results
+
+    model = _model(ScriptedInner({}, answer="Not B, it's A."))
+    model.task_dict = {"t": {"s": [{}]}}
+    (out,) = model.generate_until([_pope_request("direct", 1, reader="lenient")])
+    assert json.loads(out)["variants"][0]["unread"] == "negation"
+    rec = results.process_results({}, [out])
+    assert results.aggregate([rec["unreadable"]]) == {"negation": 1}

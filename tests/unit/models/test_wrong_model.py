@@ -30,7 +30,7 @@ def test_chef_tasks_refuse_answers_of_another_model(answer):
 
 def test_chef_tasks_keep_the_chef_models_own_failures_as_counted_records():
     out = chef_results.process_results({}, [json.dumps({"error": "ValueError: context is not a chef payload"})])
-    assert set(out) == {"n_docs", "n_failed", "n_unmatched"}
+    assert set(out) == {"n_docs", "n_failed", "n_unmatched", "unreadable"}
 
 
 def test_cycle_tasks_refuse_a_plain_answer():
