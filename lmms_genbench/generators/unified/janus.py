@@ -30,7 +30,7 @@ from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
 from ..common import check_image, describe_error
 from .base import DescribeResult
-from .common import UnifiedCommon, count, cut, hf_decoding, number
+from .common import CheckpointError, UnifiedCommon, count, cut, hf_decoding, number
 
 
 class JanusUnified(UnifiedCommon):
@@ -85,11 +85,21 @@ class JanusUnified(UnifiedCommon):
                     max_new_tokens)
         torch = self._torch
         transformers = require("transformers", "the janus unified model")
+        from .common import check_source, need
         from .janus_deepseek import is_deepseek_layout, load_deepseek, read_json
 
         self._chat = None  # DeepSeek's chat format, for a checkpoint in DeepSeek's own layout
         try:
-            deepseek = is_deepseek_layout(read_json(self.pretrained, "config.json"))
+            check_source("unified.pretrained", self.pretrained)
+            config = read_json(self.pretrained, "config.json")
+            deepseek = is_deepseek_layout(config)
+            if not deepseek:  # transformers' format: its JanusConfig would fill a missing part with defaults
+                if config.get("model_type") != "janus":
+                    raise CheckpointError(f"{self.pretrained}/config.json: model_type {config.get('model_type')!r} "
+                                          "is neither transformers' 'janus' nor DeepSeek's 'multi_modality'")
+                for part in ("text_config", "vision_config", "vq_config"):
+                    need(config, part, f"{self.pretrained}/config.json")
+                read_json(self.pretrained, "tokenizer_config.json")
             if deepseek:  # deepseek-ai/Janus-1.3B as published: mapped onto transformers' classes here
                 self.processor = None
                 model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device)
@@ -101,8 +111,9 @@ class JanusUnified(UnifiedCommon):
         except GeneratorConfigError:
             raise
         except Exception as exc:  # no such folder or hub id, not a Janus checkpoint, ...
+            what = str(exc) if isinstance(exc, CheckpointError) else describe_error(exc)
             raise GeneratorConfigError(
-                f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {describe_error(exc)}"
+                f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {what}"
             ) from exc
         self.model = model.to(self._device).eval()
 

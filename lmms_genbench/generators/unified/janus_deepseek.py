@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 
 from ...core.failures import GeneratorConfigError
-from .common import repo_file
+from .common import CheckpointError, need, repo_file
 
 __all__ = ["DEEPSEEK_FILES", "DeepSeekChat", "is_deepseek_layout", "load_deepseek", "map_state_dict", "read_json",
            "real_config"]
@@ -54,9 +54,12 @@ def read_json(pretrained: str, filename: str, required: bool = True) -> dict[str
     path = repo_file(pretrained, filename)
     if path is None:
         if required:
-            raise FileNotFoundError(f"{pretrained} has no {filename}")
+            raise CheckpointError(f"{pretrained} has no {filename}")
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CheckpointError(f"{path} is not JSON: {exc}") from None
 
 
 def _state_dict(pretrained: str) -> dict[str, Any]:
@@ -75,10 +78,10 @@ def _state_dict(pretrained: str) -> dict[str, Any]:
         state: dict[str, Any] = {}
         for part in paths:
             if part is None:
-                raise FileNotFoundError(f"{pretrained}: a shard named in {name} is missing")
+                raise CheckpointError(f"{pretrained}: a shard named in {name} is missing")
             state.update(load_state_dict(str(part)))
         return state
-    raise FileNotFoundError(f"{pretrained} has none of {', '.join(_WEIGHT_FILES)}")
+    raise CheckpointError(f"{pretrained} has none of {', '.join(_WEIGHT_FILES)}")
 
 
 # -- state dict ------------------------------------------------------------------------
@@ -157,16 +160,28 @@ def _count(state: dict[str, Any], pattern: str) -> int:
     return max(found) + 1 if found else 0
 
 
+class _Weights(dict):
+    """A state dict whose missing key names the weights file and the key."""
+
+    def __missing__(self, key: str) -> Any:
+        raise CheckpointError(f"the weights (model.safetensors) have no {key!r}")
+
+
 def janus_config(config: dict[str, Any], processor: dict[str, Any], state: dict[str, Any], ids: dict[str, int]):
     """transformers' ``JanusConfig`` for DeepSeek's ``config.json`` and the shapes of its weights."""
     from transformers import JanusConfig
 
-    language = dict(config["language_config"])
-    vision = config["vision_config"].get("params", {})
-    aligner = config["aligner_config"].get("params", {})
-    gen_aligner = config["gen_aligner_config"].get("params", {})
-    gen_head = config["gen_head_config"].get("params", {})
-    gen_vision = config["gen_vision_config"].get("params", {})
+    source = "config.json"
+    language = dict(need(config, "language_config", source))
+    vision, aligner, gen_aligner, gen_head, gen_vision = (
+        dict(need(config, part, source)).get("params", {}) for part in
+        ("vision_config", "aligner_config", "gen_aligner_config", "gen_head_config", "gen_vision_config"))
+    for key in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"):
+        need(language, key, "config.json language_config")
+    need(aligner, "n_embed", "config.json aligner_config.params")
+    need(gen_aligner, "n_embed", "config.json gen_aligner_config.params")
+    for key in ("n_embed", "image_token_embed"):
+        need(gen_head, key, "config.json gen_head_config.params")
     for part, params in (("aligner_config", aligner), ("gen_aligner_config", gen_aligner)):
         if params.get("projector_type") != "mlp_gelu":
             raise ValueError(f"{part}.params.projector_type {params.get('projector_type')!r} is not supported "
@@ -178,6 +193,7 @@ def janus_config(config: dict[str, Any], processor: dict[str, Any], state: dict[
     if vision.get("select_feature", "same") != "same":
         raise ValueError("vision_config.params.select_feature must be 'same' (DeepSeek's SigLIP towers use it)")
     # the tower's sizes as built (DeepSeek keeps only the layers up to select_layer)
+    state = _Weights(state)
     width = state[_VISION + "pos_embed"].shape[-1]
     patch = state[_VISION + "patch_embed.proj.weight"].shape[-1]
     layers = _count(state, re.escape(_VISION) + r"blocks\.(\d+)\.")
@@ -276,7 +292,10 @@ class DeepSeekChat:
         specials = read_json(pretrained, "special_tokens_map.json", required=False)
         if processor.get("sft_format", "deepseek") != "deepseek" or processor.get("add_special_token", False):
             raise ValueError("processor_config.json: only sft_format 'deepseek' without add_special_token is supported")
-        tokenizer = Tokenizer.from_file(str(repo_file(pretrained, "tokenizer.json") or pretrained + "/tokenizer.json"))
+        tokenizer_file = repo_file(pretrained, "tokenizer.json")
+        if tokenizer_file is None:
+            raise CheckpointError(f"{pretrained} has no tokenizer.json (DeepSeek's Janus tokenizer)")
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
         image_tag = processor.get("image_tag", "<image_placeholder>")
         if tokenizer.token_to_id(image_tag) is None:  # VLChatProcessor adds it as a special token when missing
             from tokenizers import AddedToken
@@ -308,7 +327,7 @@ class DeepSeekChat:
             image_tag=image_tag,
             boi_tag=boi,
             num_image_tokens=int(processor.get("num_image_tokens", 576)),
-            image_size=int(images["image_size"]),
+            image_size=int(need(images, "image_size", "preprocessor_config.json")),
             min_size=int(images.get("min_size", 14)),
             mean=mean,  # type: ignore[arg-type]
             std=tuple(images.get("image_std", (0.26862954, 0.26130258, 0.27577711))),  # type: ignore[arg-type]
@@ -376,8 +395,10 @@ def load_deepseek(pretrained: str, torch: Any, dtype: Any, device: Any) -> tuple
         state = _state_dict(pretrained)
         janus = janus_config(config, read_json(pretrained, "processor_config.json"), state, chat.ids())
     except (OSError, ValueError, KeyError) as exc:
+        # CheckpointError names the file and key; a bare KeyError would print only the key
+        what = str(exc) if isinstance(exc, CheckpointError) else f"{type(exc).__name__}: {exc}"
         raise GeneratorConfigError(f"unified.pretrained: {pretrained!r} is not a readable DeepSeek-format Janus "
-                                   f"checkpoint: {exc}") from exc
+                                   f"checkpoint: {what}") from exc
     with no_init_weights(), torch.device(device):  # every weight is loaded next
         model = JanusForConditionalGeneration._from_config(janus, dtype=dtype)
     model.load_state_dict(map_state_dict(state), strict=True)

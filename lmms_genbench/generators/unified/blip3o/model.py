@@ -86,6 +86,9 @@ class Blip3oUnified(UnifiedCommon):
 
         dtype = getattr(torch, self.dtype)
         try:
+            from ..common import check_source
+
+            check_source("unified.processor", self.processor_id)
             folder = checkpoint.local_folder(self.pretrained)
             raw = checkpoint.read_config(folder)
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder)

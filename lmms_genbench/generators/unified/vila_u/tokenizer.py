@@ -92,6 +92,10 @@ class LlamaSlowTokenizer:
         spm = require("sentencepiece", "the vila_u unified model's tokenizer")
         folder = Path(folder)
         self.sp = spm.SentencePieceProcessor()
+        if not (folder / "tokenizer.model").is_file():
+            from ..common import CheckpointError
+
+            raise CheckpointError(f"{folder} has no tokenizer.model (the LLaMA SentencePiece model)")
         self.sp.LoadFromSerializedProto(without_dummy_prefix((folder / "tokenizer.model").read_bytes()))
         config = _read_json(folder / "tokenizer_config.json")
         specials = _read_json(folder / "special_tokens_map.json")
