@@ -20,7 +20,7 @@ from ..common import DTYPES, check_device, resolve_dtype
 from ..lazy import GeneratorPlan
 from .base import run_isolated
 
-__all__ = ["CheckpointError", "UnifiedCommon", "check_source", "count", "cut", "hf_decoding", "need", "number",
+__all__ = ["CLEANUP", "CheckpointError", "UnifiedCommon", "authors_text", "check_source", "count", "cut", "hf_decoding", "need", "number",
            "plain_decoding", "repo_file", "stop_strings"]
 
 
@@ -135,6 +135,26 @@ def cut(text: str, until: list[str]) -> str:
         if stop and stop in text:
             text = text.split(stop, 1)[0]
     return text.strip()
+
+
+#: transformers 4.x's ``PreTrainedTokenizerBase.clean_up_tokenization`` (the same from 4.36.2 to
+#: 4.51.3, the authors' pins), applied by their ``decode`` when the tokenizer's
+#: ``clean_up_tokenization_spaces`` is on; transformers 5 skips it for byte-level BPE tokenizers
+CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+           (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def authors_text(text: str, config: Any, default: bool) -> str:
+    """Decoded ``text`` as the authors' transformers 4.x returns it: cleaned of the spaces before
+    punctuation (:data:`CLEANUP`) where the tokenizer config (``tokenizer_config.json``, or a
+    tokenizer's ``init_kwargs``) sets ``clean_up_tokenization_spaces``, else where ``default`` (that
+    version's default for that tokenizer class) is on."""
+    setting = (config or {}).get("clean_up_tokenization_spaces")
+    if not (default if setting is None else bool(setting)):
+        return text
+    for before, after in CLEANUP:
+        text = text.replace(before, after)
+    return text
 
 
 def hf_decoding(gen_kwargs: dict[str, Any], temperature: float, max_new_tokens: int,

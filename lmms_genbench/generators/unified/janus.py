@@ -30,7 +30,7 @@ from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
 from ..common import check_image, describe_error
 from .base import DescribeResult
-from .common import CheckpointError, UnifiedCommon, count, cut, hf_decoding, number
+from .common import CheckpointError, UnifiedCommon, authors_text, count, cut, hf_decoding, number
 
 
 class JanusUnified(UnifiedCommon):
@@ -157,9 +157,19 @@ class JanusUnified(UnifiedCommon):
             with self._torch.inference_mode():
                 out = self.model.generate(**inputs, generation_mode="text", **settings)
             new = out[:, inputs["input_ids"].shape[1] :]
-            return [cut(t, until) for t in self.processor.batch_decode(new, skip_special_tokens=True)]
+            return [cut(t, until) for t in self.decode_texts(new)]
 
         return self._isolated(call, images, "describe")
+
+    def decode_texts(self, rows: Any) -> list[str]:
+        """Generated ids as text, as the checkpoint's own code decodes them: DeepSeek's tokenizer
+        decode, or the transformers-format processor's ``batch_decode(skip_special_tokens=True)``
+        as under transformers 4.x (cleaned of spaces before punctuation where the tokenizer config
+        asks; LlamaTokenizerFast's default: off)."""
+        if self._chat is not None:
+            return [self._chat.decode(list(map(int, row))) for row in rows]
+        texts = self.processor.batch_decode(rows, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return [authors_text(t, self.processor.tokenizer.init_kwargs, default=False) for t in texts]
 
     def _describe_deepseek(self, chunk: list[Image.Image], prompt: str, settings: dict[str, Any],
                            until: list[str]) -> list[str]:
@@ -172,7 +182,7 @@ class JanusUnified(UnifiedCommon):
                 input_ids=ids, attention_mask=torch.ones_like(ids), pixel_values=pixels.to(self._device, self.model.dtype),
                 generation_mode="text", eos_token_id=chat.eos_id, pad_token_id=chat.eos_id, **settings,
             )
-        return [cut(chat.decode(row.tolist()), until) for row in out[:, ids.shape[1]:]]
+        return [cut(t, until) for t in self.decode_texts(out[:, ids.shape[1]:].tolist())]
 
     # -- drawing ---------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 
 from ...core.failures import GeneratorConfigError
-from .common import CheckpointError, need, repo_file
+from .common import CheckpointError, authors_text, need, repo_file
 
 __all__ = ["DEEPSEEK_FILES", "DeepSeekChat", "is_deepseek_layout", "load_deepseek", "map_state_dict", "read_json",
            "real_config"]
@@ -281,6 +281,8 @@ class DeepSeekChat:
     std: tuple[float, float, float]
     rescale: float
     normalize: bool
+    #: tokenizer_config.json's clean_up_tokenization_spaces (LlamaTokenizerFast's default: off)
+    cleanup: bool = False
 
     @classmethod
     def read(cls, pretrained: str) -> DeepSeekChat:
@@ -333,6 +335,7 @@ class DeepSeekChat:
             std=tuple(images.get("image_std", (0.26862954, 0.26130258, 0.27577711))),  # type: ignore[arg-type]
             rescale=float(images.get("rescale_factor", 1 / 255)),
             normalize=bool(images.get("do_normalize", True)),
+            cleanup=bool(tokenizer_config.get("clean_up_tokenization_spaces", False)),
         )
 
     def ids(self) -> dict[str, int]:
@@ -360,7 +363,9 @@ class DeepSeekChat:
         return self._encode(sft + self.boi_tag)
 
     def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
+        # as LlamaTokenizerFast.decode under DeepSeek's transformers 4.x
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return authors_text(text, {"clean_up_tokenization_spaces": self.cleanup}, default=False)
 
     def pixels(self, image: Image.Image) -> np.ndarray:
         """(3, S, S) float32 as DeepSeek's VLMImageProcessor: longest side to S (bicubic), padded

@@ -29,7 +29,7 @@ from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
 from ..base import DescribeResult
-from ..common import UnifiedCommon, count, cut, number, plain_decoding
+from ..common import UnifiedCommon, authors_text, count, cut, number, plain_decoding
 
 #: configs/showo_demo_512x512.yaml: model.showo.pretrained_model_path, vq_model_name, llm_model_path
 PRETRAINED, VQ_MODEL, TOKENIZER = "showlab/show-o-512x512", "showlab/magvitv2", "microsoft/phi-1_5"
@@ -212,9 +212,13 @@ class ShowoUnified(UnifiedCommon):
 
     def decode_text(self, tokens: list[int]) -> str:
         # the authors batch_decode with skip_special_tokens; ids past the text vocabulary
-        # (image codes) have no text and are dropped, as the tokenizer drops them
-        known = [t for t in tokens if t < len(self.vocab.tokenizer)]
-        return self.vocab.tokenizer.decode(known, skip_special_tokens=True)
+        # (image codes) have no text and are dropped, as the tokenizer drops them; their
+        # transformers 4.41.1 then cleans the spaces before punctuation where the config asks
+        # (phi-1_5's does; CodeGenTokenizer's default there is on too)
+        tokenizer = self.vocab.tokenizer
+        known = [t for t in tokens if t < len(tokenizer)]
+        text = tokenizer.decode(known, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return authors_text(text, tokenizer.init_kwargs, default=True)
 
     # -- drawing ---------------------------------------------------------------
 

@@ -1,0 +1,138 @@
+"""Each unified port decodes text exactly as its authors' pinned transformers decodes it.
+
+transformers 4.x applies ``clean_up_tokenization_spaces`` (no space before ``.``, ``,``, ``'s``, ...)
+wherever the tokenizer config asks, or where the config says nothing and that version's default
+for the tokenizer class is on; transformers 5 skips it for byte-level BPE tokenizers. The ids of
+texts with spaces before punctuation and what the authors' tokenizer call returned on them in
+their environment are recorded in tests/support/data/parity/<port>/authors_decode.json (the
+READMEs there say how); here each port's own decoding path decodes the same ids.
+"""
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("transformers")
+
+PARITY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity"
+
+
+def _cases(port: str) -> list[dict]:
+    record = json.loads((PARITY / port / "authors_decode.json").read_text(encoding="utf-8"))
+    assert record["cases"] and any(" ." in c["text"] or " ," in c["text"] for c in record["cases"])
+    return record["cases"]
+
+
+def _without_key(src: Path, dst: Path) -> Path:
+    """The tokenizer folder with ``clean_up_tokenization_spaces`` removed from its config."""
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.safetensors", "diffusion-decoder"))
+    config = json.loads((dst / "tokenizer_config.json").read_text())
+    config.pop("clean_up_tokenization_spaces", None)
+    (dst / "tokenizer_config.json").write_text(json.dumps(config))
+    return dst
+
+
+def test_the_cleanup_is_transformers_own():
+    from transformers import PreTrainedTokenizerBase
+
+    from lmms_genbench.generators.unified.common import authors_text
+
+    text = "a cat . it 's red , isn 't it ? yes ! we 've ' q ' they 're I 'm"
+    cleaned = PreTrainedTokenizerBase.clean_up_tokenization(None, text)
+    assert authors_text(text, {"clean_up_tokenization_spaces": True}, default=False) == cleaned
+    assert authors_text(text, {}, default=True) == cleaned
+    assert authors_text(text, {"clean_up_tokenization_spaces": False}, default=True) == text
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_showo_decodes_as_transformers_4_41(tmp_path, keyed):
+    from transformers import AutoTokenizer
+
+    from lmms_genbench.generators.unified.showo.model import ShowoUnified
+
+    folder = PARITY / "showo" / "phi-1_5"
+    if not keyed:  # CodeGenTokenizer's default under 4.41.1 is on
+        folder = _without_key(folder, tmp_path / "phi")
+    model = ShowoUnified.__new__(ShowoUnified)
+    model.vocab = SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(folder, padding_side="left"))
+    for case in _cases("showo"):
+        assert model.decode_text(case["ids"]) == case["decoded" if keyed else "decoded_without_config_key"]
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_janus_deepseek_decodes_as_transformers_4_48(tmp_path, keyed):
+    from lmms_genbench.generators.unified.janus_deepseek import DeepSeekChat
+
+    folder = PARITY / "janus13" / "Janus-1.3B"
+    if not keyed:
+        folder = _without_key(folder, tmp_path / "janus")
+    chat = DeepSeekChat.read(str(folder))
+    for case in _cases("janus13"):
+        assert chat.decode(case["ids"]) == case["decoded" if keyed else "decoded_without_config_key"]
+
+
+def test_janus_transformers_format_cleans_where_its_config_asks(tiny_janus):
+    from transformers import AutoProcessor, PreTrainedTokenizerBase
+
+    from lmms_genbench.generators.unified.janus import JanusUnified
+
+    model = JanusUnified.__new__(JanusUnified)
+    model._chat, model.processor = None, AutoProcessor.from_pretrained(tiny_janus)
+    tokenizer = model.processor.tokenizer
+    ids = tokenizer("a cat . it 's red", add_special_tokens=False).input_ids
+    raw = tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+    tokenizer.init_kwargs["clean_up_tokenization_spaces"] = False
+    assert model.decode_texts([ids]) == [raw]
+    tokenizer.init_kwargs["clean_up_tokenization_spaces"] = True
+    cleaned = PreTrainedTokenizerBase.clean_up_tokenization(None, raw)
+    assert cleaned != raw and model.decode_texts([ids]) == [cleaned]
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_bagel_decodes_as_transformers_4_49(tmp_path, keyed):
+    from transformers import AutoTokenizer
+
+    from lmms_genbench.generators.unified.bagel.loading import special_ids
+    from lmms_genbench.generators.unified.bagel.unified import BagelUnified
+
+    folder = PARITY / "bagel" / "BAGEL-7B-MoT-tiny"
+    if not keyed:
+        folder = _without_key(folder, tmp_path / "bagel")
+    model = BagelUnified.__new__(BagelUnified)
+    model.tokenizer = AutoTokenizer.from_pretrained(folder)
+    model.special = special_ids(model.tokenizer)
+    for case in _cases("bagel"):
+        expected = case["decoded" if keyed else "decoded_without_config_key"]
+        assert model.decode_text([*case["ids"], model.special.eos]) == expected
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_blip3o_decodes_as_transformers_4_51(tmp_path, keyed):
+    from transformers import AutoTokenizer
+
+    from lmms_genbench.generators.unified.blip3o.model import Blip3oUnified
+
+    folder = PARITY / "blip3o" / "BLIP3o-Model-4B"
+    if not keyed:
+        folder = _without_key(folder, tmp_path / "blip3o")
+    model = Blip3oUnified.__new__(Blip3oUnified)
+    model.tokenizer = AutoTokenizer.from_pretrained(folder)
+    cases = _cases("blip3o")
+    assert model.decode_texts([c["ids"] for c in cases]) == [
+        c["decoded" if keyed else "decoded_without_config_key"] for c in cases]
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_vila_u_decodes_as_transformers_4_36(tmp_path, keyed):
+    pytest.importorskip("sentencepiece")
+    from lmms_genbench.generators.unified.vila_u.tokenizer import LlamaSlowTokenizer
+
+    folder = PARITY / "vila_u" / "vila-u-7b-256" / "llm"
+    if not keyed:
+        folder = _without_key(folder, tmp_path / "llm")
+    tokenizer = LlamaSlowTokenizer(folder)
+    for case in _cases("vila_u"):
+        assert tokenizer.decode(case["ids"]) == case["decoded" if keyed else "decoded_without_config_key"]
