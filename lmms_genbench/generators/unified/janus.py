@@ -216,10 +216,10 @@ class JanusUnified(UnifiedCommon):
             pixels = self.model.decode_image_tokens(codes)
         # undo the processor's normalisation ([-1, 1] for Janus-Pro) here: the processor's
         # own postprocess differs between its two backends and its PIL output is broken
-        # in the torchvision one (transformers 5.2x)
-        mean = torch.tensor(self.processor.image_processor.image_mean)
-        std = torch.tensor(self.processor.image_processor.image_std)
-        arrays = ((pixels.float().cpu() * std + mean) * 255).round().clamp(0, 255).to(torch.uint8).numpy()
+        # in the torchvision one (transformers 5.2x). Truncated to uint8, not rounded, as that
+        # postprocess (clip, then .to(uint8)) and DeepSeek's generation_inference.py do
+        arrays = to_uint8(torch, pixels, self.processor.image_processor.image_mean,
+                          self.processor.image_processor.image_std)
         return [check_image(Image.fromarray(a), False) for a in arrays]  # (H, W, 3) each
 
     def _draw_deepseek(self, prompts: list[str], processors: Any) -> list[GenerationResult]:
@@ -242,6 +242,12 @@ class JanusUnified(UnifiedCommon):
         # generation_inference.py: clip((x + 1) / 2 * 255) stored into uint8 (truncation)
         arrays = ((pixels.float().cpu() + 1) / 2 * 255).clamp(0, 255).to(torch.uint8).numpy()
         return [check_image(Image.fromarray(a), False) for a in arrays]
+
+
+def to_uint8(torch: Any, pixels: Any, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
+    """(B, H, W, 3) normalised pixels as uint8: unnormalised, times 255, clipped, truncated."""
+    mean_, std_ = torch.tensor(list(mean)), torch.tensor(list(std))
+    return ((pixels.float().cpu() * std_ + mean_) * 255).clamp(0, 255).to(torch.uint8).numpy()
 
 
 class _Guidance:

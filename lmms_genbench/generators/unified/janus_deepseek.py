@@ -43,6 +43,14 @@ SYSTEM_PROMPT = ("You are a helpful language and vision assistant. You are able 
                  "that the user provides, and assist the user with a variety of tasks using natural language.")
 #: the roles of DeepSeek's Janus-1.3B examples (README "Janus" section, inference.py, generation_inference.py)
 USER, ASSISTANT = "User", "Assistant"
+#: sft_format "deepseek"'s roles (janus/utils/conversation.py; separators "\n\n", ": "), as the README prompts Janus-Pro
+PRO_USER, PRO_ASSISTANT = "<|User|>", "<|Assistant|>"
+
+
+def chat_roles(pretrained: str) -> tuple[str, str]:
+    """The roles DeepSeek's examples give this checkpoint (the processor takes them from the caller)."""
+    name = pretrained.rstrip("/").rsplit("/", 1)[-1].lower()
+    return (USER, ASSISTANT) if name.startswith("janus-1.3b") else (PRO_USER, PRO_ASSISTANT)
 
 
 def is_deepseek_layout(config: dict[str, Any]) -> bool:
@@ -160,6 +168,9 @@ def _count(state: dict[str, Any], pattern: str) -> int:
     return max(found) + 1 if found else 0
 
 
+LANGUAGE_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
+
+
 class _Weights(dict):
     """A state dict whose missing key names the weights file and the key."""
 
@@ -176,12 +187,11 @@ def janus_config(config: dict[str, Any], processor: dict[str, Any], state: dict[
     vision, aligner, gen_aligner, gen_head, gen_vision = (
         dict(need(config, part, source)).get("params", {}) for part in
         ("vision_config", "aligner_config", "gen_aligner_config", "gen_head_config", "gen_vision_config"))
-    for key in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads"):
-        need(language, key, "config.json language_config")
-    need(aligner, "n_embed", "config.json aligner_config.params")
-    need(gen_aligner, "n_embed", "config.json gen_aligner_config.params")
-    for key in ("n_embed", "image_token_embed"):
-        need(gen_head, key, "config.json gen_head_config.params")
+    for part, keys, where in ((language, LANGUAGE_KEYS, "language_config"), (aligner, ("n_embed",), "aligner_config"),
+                              (gen_aligner, ("n_embed",), "gen_aligner_config"),
+                              (gen_head, ("n_embed", "image_token_embed"), "gen_head_config")):
+        for key in keys:
+            need(part, key, f"config.json {where}")
     for part, params in (("aligner_config", aligner), ("gen_aligner_config", gen_aligner)):
         if params.get("projector_type") != "mlp_gelu":
             raise ValueError(f"{part}.params.projector_type {params.get('projector_type')!r} is not supported "
@@ -283,6 +293,7 @@ class DeepSeekChat:
     normalize: bool
     #: tokenizer_config.json's clean_up_tokenization_spaces (LlamaTokenizerFast's default: off)
     cleanup: bool = False
+    roles: tuple[str, str] = (USER, ASSISTANT)  # the turn roles (chat_roles)
 
     @classmethod
     def read(cls, pretrained: str) -> DeepSeekChat:
@@ -336,6 +347,7 @@ class DeepSeekChat:
             rescale=float(images.get("rescale_factor", 1 / 255)),
             normalize=bool(images.get("do_normalize", True)),
             cleanup=bool(tokenizer_config.get("clean_up_tokenization_spaces", False)),
+            roles=chat_roles(pretrained),
         )
 
     def ids(self) -> dict[str, int]:
@@ -349,7 +361,8 @@ class DeepSeekChat:
 
     def understanding_ids(self, question: str) -> list[int]:
         content = f"{self.image_tag}\n{question}".strip()
-        sft = f"{SYSTEM_PROMPT}\n\n{USER}: {content}\n\n{ASSISTANT}:".strip()
+        user, assistant = self.roles
+        sft = f"{SYSTEM_PROMPT}\n\n{user}: {content}\n\n{assistant}:".strip()
         out: list[int] = []
         for token in self._encode(sft):
             if token == self.image_id:
@@ -359,7 +372,8 @@ class DeepSeekChat:
         return out
 
     def generation_ids(self, prompt: str) -> list[int]:
-        sft = f"{USER}: {prompt.strip()}\n\n{ASSISTANT}:".strip()
+        user, assistant = self.roles
+        sft = f"{user}: {prompt.strip()}\n\n{assistant}:".strip()
         return self._encode(sft + self.boi_tag)
 
     def decode(self, ids: list[int]) -> str:

@@ -136,3 +136,32 @@ def test_vila_u_decodes_as_transformers_4_36(tmp_path, keyed):
     tokenizer = LlamaSlowTokenizer(folder)
     for case in _cases("vila_u"):
         assert tokenizer.decode(case["ids"]) == case["decoded" if keyed else "decoded_without_config_key"]
+
+
+# -- Janus-Pro in DeepSeek's format: the roles DeepSeek's README gives it -----------------------
+
+def test_janus_pro_in_deepseek_format_is_prompted_with_its_own_roles(tmp_path):
+    """parity/janus13/pro_prompt_ids.json: DeepSeek's VLChatProcessor (1daa72f) on the tiny
+    DeepSeek-format folder named Janus-Pro-7B, prompted as the README's Janus-Pro section."""
+    from lmms_genbench.generators.unified.janus_deepseek import DeepSeekChat, chat_roles
+
+    assert chat_roles("deepseek-ai/Janus-Pro-7B") == ("<|User|>", "<|Assistant|>")
+    assert chat_roles("deepseek-ai/Janus-1.3B") == chat_roles(str(PARITY / "janus13" / "Janus-1.3B")) == (
+        "User", "Assistant")
+    record = json.loads((PARITY / "janus13" / "pro_prompt_ids.json").read_text(encoding="utf-8"))
+    folder = tmp_path / "Janus-Pro-7B"
+    shutil.copytree(PARITY / "janus13" / "Janus-1.3B", folder, ignore=shutil.ignore_patterns("*.safetensors"))
+    chat = DeepSeekChat.read(str(folder))
+    assert chat.understanding_ids(record["understanding"]["question"]) == record["understanding"]["input_ids"]
+    assert chat.generation_ids(record["generation"]["prompt"]) == record["generation"]["input_ids"]
+
+
+def test_janus_transformers_format_pixels_truncate_as_its_postprocess():
+    """transformers' JanusImageProcessor.postprocess clips then casts to uint8 (truncation), as
+    DeepSeek's generation_inference.py does: 0.999 of a level stays below it."""
+    torch = pytest.importorskip("torch")
+    from lmms_genbench.generators.unified.janus import to_uint8
+
+    levels = torch.tensor([10.999, 254.6, 0.4, 300.0]) / 255 * 2 - 1  # [-1, 1] (mean 0.5, std 0.5)
+    pixels = levels.view(1, 1, 4, 1).expand(1, 1, 4, 3)
+    assert to_uint8(torch, pixels, [0.5] * 3, [0.5] * 3)[0, 0, :, 0].tolist() == [10, 254, 0, 255]
