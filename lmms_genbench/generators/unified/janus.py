@@ -30,7 +30,15 @@ from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
 from ..common import check_image, describe_error
 from .base import DescribeResult
-from .common import CheckpointError, UnifiedCommon, authors_text, count, cut, hf_decoding, number
+from .common import (
+    CheckpointError,
+    UnifiedCommon,
+    authors_text,
+    count,
+    cut,
+    hf_decoding,
+    number,
+)
 
 
 class JanusUnified(UnifiedCommon):

@@ -270,9 +270,9 @@ class DeepSeekChat:
     """DeepSeek's ``VLChatProcessor`` for one checkpoint: sft format, tokens and image preprocessing.
 
     Prompts are DeepSeek's ``sft_format="deepseek"`` conversation: understanding is
-    ``"{system}\\n\\nUser: <image_placeholder>\\n{question}\\n\\nAssistant:"``, the image tag then
+    ``"{system}\\n\\n{user}: <image_placeholder>\\n{question}\\n\\n{assistant}:"`` (roles: :func:`chat_roles`), the tag
     expanded to ``<begin_of_image>`` + ``num_image_tokens`` tags + ``<end_of_image>``; drawing is
-    ``"User: {prompt}\\n\\nAssistant:<begin_of_image>"`` (no system prompt), as generation_inference.py.
+    ``"{user}: {prompt}\\n\\n{assistant}:<begin_of_image>"`` (no system prompt), as generation_inference.py.
     """
 
     tokenizer: Any  # tokenizers.Tokenizer of tokenizer.json

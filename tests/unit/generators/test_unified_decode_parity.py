@@ -26,6 +26,16 @@ def _cases(port: str) -> list[dict]:
     return record["cases"]
 
 
+def _tokenizer_folder(port: str, sub: str, keyed: bool, tmp_path: Path) -> Path:
+    """The parity folder, or (``keyed`` False) its copy without the clean-up key."""
+    folder = PARITY / port / sub
+    return folder if keyed else _without_key(folder, tmp_path / port)
+
+
+def _expected(case: dict, keyed: bool) -> str:
+    return case["decoded" if keyed else "decoded_without_config_key"]
+
+
 def _without_key(src: Path, dst: Path) -> Path:
     """The tokenizer folder with ``clean_up_tokenization_spaces`` removed from its config."""
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.safetensors", "diffusion-decoder"))
@@ -98,15 +108,12 @@ def test_bagel_decodes_as_transformers_4_49(tmp_path, keyed):
     from lmms_genbench.generators.unified.bagel.loading import special_ids
     from lmms_genbench.generators.unified.bagel.unified import BagelUnified
 
-    folder = PARITY / "bagel" / "BAGEL-7B-MoT-tiny"
-    if not keyed:
-        folder = _without_key(folder, tmp_path / "bagel")
     model = BagelUnified.__new__(BagelUnified)
-    model.tokenizer = AutoTokenizer.from_pretrained(folder)
+    model.tokenizer = AutoTokenizer.from_pretrained(_tokenizer_folder("bagel", "BAGEL-7B-MoT-tiny", keyed, tmp_path))
     model.special = special_ids(model.tokenizer)
-    for case in _cases("bagel"):
-        expected = case["decoded" if keyed else "decoded_without_config_key"]
-        assert model.decode_text([*case["ids"], model.special.eos]) == expected
+    # as the inferencer's loop: generated ids end at <|im_end|>
+    assert [model.decode_text([*c["ids"], model.special.eos]) for c in _cases("bagel")] == [
+        _expected(c, keyed) for c in _cases("bagel")]
 
 
 @pytest.mark.parametrize("keyed", [True, False])
@@ -115,14 +122,10 @@ def test_blip3o_decodes_as_transformers_4_51(tmp_path, keyed):
 
     from lmms_genbench.generators.unified.blip3o.model import Blip3oUnified
 
-    folder = PARITY / "blip3o" / "BLIP3o-Model-4B"
-    if not keyed:
-        folder = _without_key(folder, tmp_path / "blip3o")
     model = Blip3oUnified.__new__(Blip3oUnified)
-    model.tokenizer = AutoTokenizer.from_pretrained(folder)
+    model.tokenizer = AutoTokenizer.from_pretrained(_tokenizer_folder("blip3o", "BLIP3o-Model-4B", keyed, tmp_path))
     cases = _cases("blip3o")
-    assert model.decode_texts([c["ids"] for c in cases]) == [
-        c["decoded" if keyed else "decoded_without_config_key"] for c in cases]
+    assert model.decode_texts([c["ids"] for c in cases]) == [_expected(c, keyed) for c in cases]
 
 
 @pytest.mark.parametrize("keyed", [True, False])
