@@ -192,3 +192,8 @@ def test_vila_u_load_failures_name_file_and_key(tmp_path):
            pretrained=str(VILA_U / "llm"))
     _fails("vila_u", "is not a VILA-U config", pretrained=str(JANUS))
     _fails("vila_u", "no such folder", pretrained=str(tmp_path / "vila-u"))
+
+
+def test_blip3o_processor_of_another_model_is_named():
+    _fails("blip3o", "unified.processor: ", pretrained=str(BLIP3O / "BLIP3o-Model-4B"),
+           processor=str(JANUS))

@@ -88,7 +88,7 @@ class Blip3oUnified(UnifiedCommon):
 
         dtype = getattr(torch, self.dtype)
         try:
-            from ..common import check_source
+            from ..common import CheckpointError, check_source
 
             check_source("unified.processor", self.processor_id)
             folder = checkpoint.local_folder(self.pretrained)
@@ -99,7 +99,11 @@ class Blip3oUnified(UnifiedCommon):
             self.dit = NextDiTCrossAttn.from_state_dict(dit_weights(generation)).to(dtype)
             self.queries = generation["model.latent_queries"]
             self.unet, self.vae, self.decoder_scheduler = checkpoint.load_decoder(folder, dtype)
-            image_processor = transformers.AutoImageProcessor.from_pretrained(self.processor_id)
+            try:
+                image_processor = transformers.AutoImageProcessor.from_pretrained(self.processor_id)
+            except (OSError, ValueError, KeyError) as exc:  # another model's folder, no preprocessor file
+                raise CheckpointError(f"unified.processor: {self.processor_id}'s preprocessor_config.json is not a "
+                                      f"Qwen2.5-VL image processor's ({describe_error(exc)})") from exc
             self.processor = transformers.Qwen2_5_VLProcessor(
                 image_processor=image_processor, tokenizer=self.tokenizer,
                 video_processor=transformers.Qwen2VLVideoProcessor(),  # required; never used (no video)
