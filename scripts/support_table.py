@@ -37,7 +37,7 @@ real weights, GPU kernels, or bf16/fp16 numerics: those need real checkpoints an
 """
 
 #: the SDP paper's seven models: how each runs today (by hand: nothing here measures them)
-SDP_MODELS = """
+SDP_MODELS = r"""
 ## The SDP paper's models
 
 How each model of the Semantic Drift Protocol paper runs today. Written by hand in
@@ -47,10 +47,10 @@ tested is said per row.
 | model | how to run it | status |
 |---|---|---|
 | LLaVA-1.5 + SDXL (decoupled) | `describer=llava_hf,describer.pretrained=llava-hf/llava-1.5-7b-hf,generator=diffusers,generator.pretrained=stabilityai/stable-diffusion-xl-base-1.0` | native: both classes run in the tables above on tiny replicas |
-| Janus-Pro 7B | `unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B` | native (transformers' Janus classes); tested on a tiny random-weight Janus |
+| Janus-Pro 7B | `unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B` | native (transformers' Janus classes); tested on a tiny random-weight Janus. DeepSeek's own format (`unified.pretrained=deepseek-ai/Janus-Pro-7B`) loads as Janus 1.3B does, prompted with Janus-Pro's `<\|User\|>`/`<\|Assistant\|>` roles (prompt ids match DeepSeek's processor: tests/support/data/parity/janus13/pro_prompt_ids.json) |
 | Janus 1.3B | `unified=janus,unified.pretrained=deepseek-ai/Janus-1.3B` | native: DeepSeek's published format (its config, processor files, tokenizer and state-dict keys) read onto transformers' Janus classes at load time, with DeepSeek's chat format; matches the authors' code at deepseek-ai/Janus@1daa72f on random weights (understanding logits, greedy description ids, image codes at a seed and greedy, pixels; tests/support/data/parity/janus13). Not covered: bfloat16/CUDA numerics, DeepSeek's several-images-per-prompt draws (`parallel_size` > 1) |
 | BAGEL | `unified=bagel,unified.pretrained=ByteDance-Seed/BAGEL-7B-MoT` | native (its MoT Qwen2 on transformers' Qwen2 blocks, SigLIP NaViT on transformers' SigLIP layers, FLUX's autoencoder as diffusers' `AutoencoderKL`, the authors' flow sampler and guidance), reading the published files as they are; matches the authors' code at oscarqjh/Bagel 751db47 on random weights in float32 (understanding logits within 2e-5, greedy ids and text exact, latents within 5e-5, pixels within 1). Not covered: flash-attn's CUDA kernel and the authors' bfloat16 arithmetic; editing and thinking modes. `unified=lmms:bagel` (lmms-eval's class) does not run on lmms-eval 0.7.3's own versions: the Bagel package imports `flash_attn` (CUDA only; its source build fails against torch 2.14's headers) and `transformers.modeling_attn_mask_utils` (gone in transformers 5), and its Qwen2 model reads a `pad_token_id` transformers 5 configs lack; the transformers 4.49 it was written for refuses huggingface-hub >= 1, which the lock's datasets 5.2 needs |
-| BLIP3-o 4B | `unified=blip3o,unified.pretrained=BLIP3o/BLIP3o-Model-4B` | native (transformers' Qwen2.5-VL, diffusers' Lumina-Next blocks, UNet, VAE and schedulers); matches the authors' code at JiuhaiChen/BLIP3o@4689ec3 on random weights (understanding logits, greedy ids, DiT features and decoded pixels, float32 on a CPU). Not covered: the Hub's own decoder pipeline file (`pipeline_llava_gen.py`, unreadable here: compared against the EMU2 pipeline it derives from, with its negative prompt " "), bfloat16/CUDA numerics, and the real checkpoint's exact `config.json` keys and tokenizer files |
+| BLIP3-o 4B | `unified=blip3o,unified.pretrained=BLIP3o/BLIP3o-Model-4B` | native (transformers' Qwen2.5-VL, diffusers' Lumina-Next blocks, UNet, VAE and schedulers); matches the authors' code at JiuhaiChen/BLIP3o@4689ec3 on random weights (understanding logits, greedy ids, DiT features and decoded pixels, float32 on a CPU). The Hub's own decoder pipeline file (`pipeline_llava_gen.py`) is unreadable here: the recording ran the EMU2 pipeline it derives from, adapted to the pinned code, and the decoder was compared line by line with a public copy of that file (guidance above 1 and at or below 1; the parity README lists the lines). Not covered: bfloat16/CUDA numerics, and the real checkpoint's exact `config.json` keys and tokenizer files |
 | Show-o | `unified=showo` (reads `showlab/show-o-512x512`, `showlab/magvitv2` and `microsoft/phi-1_5` as `configs/showo_demo_512x512.yaml` names them) | native; matches the authors' code at 45a5a2de on random weights (understanding logits, greedy ids, image codes with and without guidance, decoded pixels; tests/support/data/parity/showo). Not covered: the CLIP-ViT understanding variant (`w_clip_vit`), flash-attention/CUDA kernels, bfloat16 (the authors run float32) |
 | VILA-U | `unified=vila_u,unified.pretrained=mit-han-lab/vila-u-7b-256` | native; matches the authors' code at `096623c` on random weights (tests/support/data/parity/vila_u: prompt ids, tower codes, greedy text and seeded image codes equal, logits within 1e-5, pixels within 1e-3, float32 and bfloat16 decoder). Not covered: their flash-attention kernel (CUDA only; a PyTorch stand-in ran in its place), video, and real weights (never loaded here; the SigLIP geometry of `google/siglip-large-patch16-256` is built in, not read from the checkpoint) |
 
@@ -68,6 +68,31 @@ files could not be read here. Their values come from the authors' config files a
 defaults, the base models' public configs and the papers. VILA-U's decoder and depth-transformer
 sizes come from the authors' code, not the checkpoint (its 384 px residual depth, 16, from the
 paper, unverified here), and BLIP3-o's vocabulary (151,668) from their train.py. No defect showed at these sizes.
+"""
+
+UNIFIED_DEFAULTS = r"""
+## Unified models: where each default comes from, and what still differs
+
+Each `unified=<model>` default is the authors' own, from the file named here (commits as in the
+parity READMEs under `tests/support/data/parity/`); the constructors' docstrings say the same.
+
+| model | defaults (argument = value: source) | remaining differences from the authors' code |
+|---|---|---|
+| Show-o | `pretrained`, `vq_model`, `tokenizer` = `showlab/show-o-512x512`, `showlab/magvitv2`, `microsoft/phi-1_5`: `configs/showo_demo_512x512.yaml`; `guidance_scale` = 5, `generation_timesteps` = 50: the README's 512 px command; `image_temperature` = 1.0: inference_t2i.py's `generation_temperature`; `temperature` = 0 (greedy): inference_mmu.py's `top_k=1`; `max_new_tokens` = 100: the README's inference_mmu.py command; `dtype` = float32: their scripts run the float32 weights | flash-attention/CUDA kernels and bfloat16 not compared; the CLIP-ViT variant is refused |
+| Janus / Janus-Pro | `guidance_scale` = 5, `image_temperature` = 1: DeepSeek's generation_inference.py (`cfg_weight`, `temperature`); `temperature` = 0, `max_new_tokens` = 512: inference.py (`do_sample=False`, `max_new_tokens=512`); DeepSeek-format prompts: roles `User`/`Assistant` for Janus-1.3B (README "Janus" section, inference.py), `<\|User\|>`/`<\|Assistant\|>` otherwise (README "Janus-Pro" section; the `deepseek` template of janus/utils/conversation.py), separators from that template | several images per prompt (`parallel_size` > 1) drawn one per seed instead; bfloat16/CUDA numerics not compared; DeepSeek-format Janus-Pro outputs (as opposed to its prompt ids) not recorded |
+| BAGEL | `num_timesteps` = 50, `cfg_text_scale` = 4.0, `cfg_img_scale` = 1.0, `cfg_interval` = (0.4, 1.0), `timestep_shift` = 3.0, `cfg_renorm_min` = 0.0, `cfg_renorm_type` = global: inference.ipynb's text-to-image cell; `image_size` = 1024: inferencer.py's `image_shapes`; `max_new_tokens` = 1000: inference.ipynb and lmms-eval's bagel (`max_think_token_n`); `temperature` = 0: `do_sample=False`. The authors' own sources disagree and the notebook's set is the one followed; the others are these settings away (not recorded against the authors' outputs here): app.py `unified.cfg_img_scale=1.5` (the inferencer's default, which its text-to-image call leaves in place); lmms-eval 0.7.3's `bagel` class `unified.cfg_renorm_min=1.0`; the inferencer's bare defaults `unified.cfg_text_scale=3.0,unified.cfg_img_scale=1.5` | the port strips the prompt and the returned text (the authors do neither); flash-attn and bfloat16 not compared; editing and thinking modes absent |
+| BLIP3-o | `processor` = `Qwen/Qwen2.5-VL-7B-Instruct`: inference.py and gradio/app.py; `dit_steps` = 30, `dit_guidance` = 3.0: `sample_images`; `decoder_steps` = 50, `image_size` = 1024: pipeline_llava_gen.py's `__call__`; `decoder_guidance` = 3.0: inference.py and gradio/app.py (guidance only above 1, as the pipeline's `guidance_scale > 1.0`); `max_new_tokens` = 1024: gradio/app.py; `temperature` = 0: greedy | one `dtype` for every part (the authors: float16 language model and DiT, bfloat16 decoder); the authors' load-time `<im_patch>` + `resize_token_embeddings` (one extra, randomly initialised logit row where the tokenizer lacks it) is not done; " " features recomputed per image from its seed (the authors cache them after their first call) |
+| VILA-U | `pretrained` = `mit-han-lab/vila-u-7b-256`: the paper's 256 px model; `guidance_scale` = 3.0: inference.py `--cfg`; `image_temperature` = 1.0, `image_top_k` = 900, `image_top_p` = 0.96: `RQTransformer.generate`; `temperature` = 0.9, `top_p` = 0.6: inference.py's understanding defaults; `max_new_tokens` = 512 | their flash-attention kernel (a PyTorch stand-in ran in its place); bfloat16 language model logits differ (0.17 at a logit scale of 4.8 on tiny weights, greedy text parts at the third token) while the bfloat16 decoder is exact |
+
+Every port decodes text as the authors' pinned transformers does: `clean_up_tokenization_spaces`
+is applied where the tokenizer config sets it, or where it says nothing and that version's
+default for the tokenizer class is on (transformers 4.41.1's `CodeGenTokenizer`: on; the Llama and
+Qwen2 classes: off); transformers 5 skips it for byte-level BPE
+(`tests/unit/generators/test_unified_decode_parity.py`, against decodes recorded in the authors'
+environments). Every port cuts the returned text at the task's stop strings and strips it, as
+lmms-eval's own models return answers. Loading failures name the file and the key or file that
+is missing or wrong, and a mistyped local path is reported as a missing folder
+(`tests/unit/generators/test_unified_load_errors.py`).
 """
 
 FOOTER = """
@@ -126,7 +151,7 @@ def render(results_dir: Path) -> str:
             + "\n".join(_row(name, entry) for name, entry in sorted(entries.items()))
             + "\n"
         )
-    return HEADER.format(docs=docs) + "".join(parts) + SDP_MODELS + FOOTER
+    return HEADER.format(docs=docs) + "".join(parts) + SDP_MODELS + UNIFIED_DEFAULTS + FOOTER
 
 
 def main(argv: list[str] | None = None) -> int:

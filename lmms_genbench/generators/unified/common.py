@@ -20,7 +20,38 @@ from ..common import DTYPES, check_device, resolve_dtype
 from ..lazy import GeneratorPlan
 from .base import run_isolated
 
-__all__ = ["UnifiedCommon", "count", "cut", "hf_decoding", "number", "plain_decoding", "repo_file", "stop_strings"]
+__all__ = ["CLEANUP", "CheckpointError", "UnifiedCommon", "authors_text", "check_source", "count", "cut", "hf_decoding", "need", "number",
+           "plain_decoding", "repo_file", "stop_strings"]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read as the model's: the message names the file and the key or
+    file that is missing or wrong (each model's loader wraps it in its one-line load error)."""
+
+
+def need(mapping: Any, key: str, source: str) -> Any:
+    """``mapping[key]``; a missing key is a :class:`CheckpointError` naming ``source`` (the file)."""
+    if not isinstance(mapping, dict):
+        raise CheckpointError(f"{source} is not a JSON object")
+    if key not in mapping:
+        raise CheckpointError(f"{source} has no {key!r}")
+    return mapping[key]
+
+
+def check_source(arg: str, value: str) -> None:
+    """``value`` of argument ``arg`` (a hub id or a local folder) checked before any download: what
+    can only be a local path (absolute, ``./``, ``~``, more than one ``/``, or under a folder that
+    exists here) must be a folder, so a mistyped path is reported as a missing folder rather than
+    by the Hub client as an invalid repository id."""
+    if os.path.isdir(value):
+        return
+    if os.path.exists(value):
+        raise CheckpointError(f"{arg}: {value!r} is a file; give the checkpoint's folder (or a hub id)")
+    head = value.split("/", 1)[0]
+    local = (os.path.isabs(value) or value.startswith((".", "~")) or "\\" in value or value.count("/") > 1
+             or ("/" in value and os.path.isdir(head)))
+    if local:
+        raise CheckpointError(f"{arg}: no such folder {value!r} (a hub id is <owner>/<name>)")
 
 
 def number(arg: str, value: Any, minimum: float = 0.0) -> float:
@@ -104,6 +135,26 @@ def cut(text: str, until: list[str]) -> str:
         if stop and stop in text:
             text = text.split(stop, 1)[0]
     return text.strip()
+
+
+#: transformers 4.x's ``PreTrainedTokenizerBase.clean_up_tokenization`` (the same from 4.36.2 to
+#: 4.51.3, the authors' pins), applied by their ``decode`` when the tokenizer's
+#: ``clean_up_tokenization_spaces`` is on; transformers 5 skips it for byte-level BPE tokenizers
+CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"), (" 'm", "'m"),
+           (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
+
+
+def authors_text(text: str, config: Any, default: bool) -> str:
+    """Decoded ``text`` as the authors' transformers 4.x returns it: cleaned of the spaces before
+    punctuation (:data:`CLEANUP`) where the tokenizer config (``tokenizer_config.json``, or a
+    tokenizer's ``init_kwargs``) sets ``clean_up_tokenization_spaces``, else where ``default`` (that
+    version's default for that tokenizer class) is on."""
+    setting = (config or {}).get("clean_up_tokenization_spaces")
+    if not (default if setting is None else bool(setting)):
+        return text
+    for before, after in CLEANUP:
+        text = text.replace(before, after)
+    return text
 
 
 def hf_decoding(gen_kwargs: dict[str, Any], temperature: float, max_new_tokens: int,

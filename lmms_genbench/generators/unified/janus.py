@@ -30,7 +30,15 @@ from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
 from ..common import check_image, describe_error
 from .base import DescribeResult
-from .common import UnifiedCommon, count, cut, hf_decoding, number
+from .common import (
+    CheckpointError,
+    UnifiedCommon,
+    authors_text,
+    count,
+    cut,
+    hf_decoding,
+    number,
+)
 
 
 class JanusUnified(UnifiedCommon):
@@ -85,11 +93,21 @@ class JanusUnified(UnifiedCommon):
                     max_new_tokens)
         torch = self._torch
         transformers = require("transformers", "the janus unified model")
+        from .common import check_source, need
         from .janus_deepseek import is_deepseek_layout, load_deepseek, read_json
 
         self._chat = None  # DeepSeek's chat format, for a checkpoint in DeepSeek's own layout
         try:
-            deepseek = is_deepseek_layout(read_json(self.pretrained, "config.json"))
+            check_source("unified.pretrained", self.pretrained)
+            config = read_json(self.pretrained, "config.json")
+            deepseek = is_deepseek_layout(config)
+            if not deepseek:  # transformers' format: its JanusConfig would fill a missing part with defaults
+                if config.get("model_type") != "janus":
+                    raise CheckpointError(f"{self.pretrained}/config.json: model_type {config.get('model_type')!r} "
+                                          "is neither transformers' 'janus' nor DeepSeek's 'multi_modality'")
+                for part in ("text_config", "vision_config", "vq_config"):
+                    need(config, part, f"{self.pretrained}/config.json")
+                read_json(self.pretrained, "tokenizer_config.json")
             if deepseek:  # deepseek-ai/Janus-1.3B as published: mapped onto transformers' classes here
                 self.processor = None
                 model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device)
@@ -101,8 +119,9 @@ class JanusUnified(UnifiedCommon):
         except GeneratorConfigError:
             raise
         except Exception as exc:  # no such folder or hub id, not a Janus checkpoint, ...
+            what = str(exc) if isinstance(exc, CheckpointError) else describe_error(exc)
             raise GeneratorConfigError(
-                f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {describe_error(exc)}"
+                f"unified.pretrained: cannot load a Janus checkpoint from {self.pretrained!r}: {what}"
             ) from exc
         self.model = model.to(self._device).eval()
 
@@ -146,9 +165,19 @@ class JanusUnified(UnifiedCommon):
             with self._torch.inference_mode():
                 out = self.model.generate(**inputs, generation_mode="text", **settings)
             new = out[:, inputs["input_ids"].shape[1] :]
-            return [cut(t, until) for t in self.processor.batch_decode(new, skip_special_tokens=True)]
+            return [cut(t, until) for t in self.decode_texts(new)]
 
         return self._isolated(call, images, "describe")
+
+    def decode_texts(self, rows: Any) -> list[str]:
+        """Generated ids as text, as the checkpoint's own code decodes them: DeepSeek's tokenizer
+        decode, or the transformers-format processor's ``batch_decode(skip_special_tokens=True)``
+        as under transformers 4.x (cleaned of spaces before punctuation where the tokenizer config
+        asks; LlamaTokenizerFast's default: off)."""
+        if self._chat is not None:
+            return [self._chat.decode(list(map(int, row))) for row in rows]
+        texts = self.processor.batch_decode(rows, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return [authors_text(t, self.processor.tokenizer.init_kwargs, default=False) for t in texts]
 
     def _describe_deepseek(self, chunk: list[Image.Image], prompt: str, settings: dict[str, Any],
                            until: list[str]) -> list[str]:
@@ -161,7 +190,7 @@ class JanusUnified(UnifiedCommon):
                 input_ids=ids, attention_mask=torch.ones_like(ids), pixel_values=pixels.to(self._device, self.model.dtype),
                 generation_mode="text", eos_token_id=chat.eos_id, pad_token_id=chat.eos_id, **settings,
             )
-        return [cut(chat.decode(row.tolist()), until) for row in out[:, ids.shape[1]:]]
+        return [cut(t, until) for t in self.decode_texts(out[:, ids.shape[1]:].tolist())]
 
     # -- drawing ---------------------------------------------------------------
 
@@ -195,10 +224,10 @@ class JanusUnified(UnifiedCommon):
             pixels = self.model.decode_image_tokens(codes)
         # undo the processor's normalisation ([-1, 1] for Janus-Pro) here: the processor's
         # own postprocess differs between its two backends and its PIL output is broken
-        # in the torchvision one (transformers 5.2x)
-        mean = torch.tensor(self.processor.image_processor.image_mean)
-        std = torch.tensor(self.processor.image_processor.image_std)
-        arrays = ((pixels.float().cpu() * std + mean) * 255).round().clamp(0, 255).to(torch.uint8).numpy()
+        # in the torchvision one (transformers 5.2x). Truncated to uint8, not rounded, as that
+        # postprocess (clip, then .to(uint8)) and DeepSeek's generation_inference.py do
+        arrays = to_uint8(torch, pixels, self.processor.image_processor.image_mean,
+                          self.processor.image_processor.image_std)
         return [check_image(Image.fromarray(a), False) for a in arrays]  # (H, W, 3) each
 
     def _draw_deepseek(self, prompts: list[str], processors: Any) -> list[GenerationResult]:
@@ -221,6 +250,12 @@ class JanusUnified(UnifiedCommon):
         # generation_inference.py: clip((x + 1) / 2 * 255) stored into uint8 (truncation)
         arrays = ((pixels.float().cpu() + 1) / 2 * 255).clamp(0, 255).to(torch.uint8).numpy()
         return [check_image(Image.fromarray(a), False) for a in arrays]
+
+
+def to_uint8(torch: Any, pixels: Any, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
+    """(B, H, W, 3) normalised pixels as uint8: unnormalised, times 255, clipped, truncated."""
+    mean_, std_ = torch.tensor(list(mean)), torch.tensor(list(std))
+    return ((pixels.float().cpu() * std_ + mean_) * 255).clamp(0, 255).to(torch.uint8).numpy()
 
 
 class _Guidance:

@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 
 from ...core.failures import GeneratorConfigError
-from .common import repo_file
+from .common import CheckpointError, authors_text, need, repo_file
 
 __all__ = ["DEEPSEEK_FILES", "DeepSeekChat", "is_deepseek_layout", "load_deepseek", "map_state_dict", "read_json",
            "real_config"]
@@ -43,6 +43,14 @@ SYSTEM_PROMPT = ("You are a helpful language and vision assistant. You are able 
                  "that the user provides, and assist the user with a variety of tasks using natural language.")
 #: the roles of DeepSeek's Janus-1.3B examples (README "Janus" section, inference.py, generation_inference.py)
 USER, ASSISTANT = "User", "Assistant"
+#: sft_format "deepseek"'s roles (janus/utils/conversation.py; separators "\n\n", ": "), as the README prompts Janus-Pro
+PRO_USER, PRO_ASSISTANT = "<|User|>", "<|Assistant|>"
+
+
+def chat_roles(pretrained: str) -> tuple[str, str]:
+    """The roles DeepSeek's examples give this checkpoint (the processor takes them from the caller)."""
+    name = pretrained.rstrip("/").rsplit("/", 1)[-1].lower()
+    return (USER, ASSISTANT) if name.startswith("janus-1.3b") else (PRO_USER, PRO_ASSISTANT)
 
 
 def is_deepseek_layout(config: dict[str, Any]) -> bool:
@@ -54,9 +62,12 @@ def read_json(pretrained: str, filename: str, required: bool = True) -> dict[str
     path = repo_file(pretrained, filename)
     if path is None:
         if required:
-            raise FileNotFoundError(f"{pretrained} has no {filename}")
+            raise CheckpointError(f"{pretrained} has no {filename}")
         return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CheckpointError(f"{path} is not JSON: {exc}") from None
 
 
 def _state_dict(pretrained: str) -> dict[str, Any]:
@@ -75,10 +86,10 @@ def _state_dict(pretrained: str) -> dict[str, Any]:
         state: dict[str, Any] = {}
         for part in paths:
             if part is None:
-                raise FileNotFoundError(f"{pretrained}: a shard named in {name} is missing")
+                raise CheckpointError(f"{pretrained}: a shard named in {name} is missing")
             state.update(load_state_dict(str(part)))
         return state
-    raise FileNotFoundError(f"{pretrained} has none of {', '.join(_WEIGHT_FILES)}")
+    raise CheckpointError(f"{pretrained} has none of {', '.join(_WEIGHT_FILES)}")
 
 
 # -- state dict ------------------------------------------------------------------------
@@ -157,16 +168,30 @@ def _count(state: dict[str, Any], pattern: str) -> int:
     return max(found) + 1 if found else 0
 
 
+LANGUAGE_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
+
+
+class _Weights(dict):
+    """A state dict whose missing key names the weights file and the key."""
+
+    def __missing__(self, key: str) -> Any:
+        raise CheckpointError(f"the weights (model.safetensors) have no {key!r}")
+
+
 def janus_config(config: dict[str, Any], processor: dict[str, Any], state: dict[str, Any], ids: dict[str, int]):
     """transformers' ``JanusConfig`` for DeepSeek's ``config.json`` and the shapes of its weights."""
     from transformers import JanusConfig
 
-    language = dict(config["language_config"])
-    vision = config["vision_config"].get("params", {})
-    aligner = config["aligner_config"].get("params", {})
-    gen_aligner = config["gen_aligner_config"].get("params", {})
-    gen_head = config["gen_head_config"].get("params", {})
-    gen_vision = config["gen_vision_config"].get("params", {})
+    source = "config.json"
+    language = dict(need(config, "language_config", source))
+    vision, aligner, gen_aligner, gen_head, gen_vision = (
+        dict(need(config, part, source)).get("params", {}) for part in
+        ("vision_config", "aligner_config", "gen_aligner_config", "gen_head_config", "gen_vision_config"))
+    for part, keys, where in ((language, LANGUAGE_KEYS, "language_config"), (aligner, ("n_embed",), "aligner_config"),
+                              (gen_aligner, ("n_embed",), "gen_aligner_config"),
+                              (gen_head, ("n_embed", "image_token_embed"), "gen_head_config")):
+        for key in keys:
+            need(part, key, f"config.json {where}")
     for part, params in (("aligner_config", aligner), ("gen_aligner_config", gen_aligner)):
         if params.get("projector_type") != "mlp_gelu":
             raise ValueError(f"{part}.params.projector_type {params.get('projector_type')!r} is not supported "
@@ -178,6 +203,7 @@ def janus_config(config: dict[str, Any], processor: dict[str, Any], state: dict[
     if vision.get("select_feature", "same") != "same":
         raise ValueError("vision_config.params.select_feature must be 'same' (DeepSeek's SigLIP towers use it)")
     # the tower's sizes as built (DeepSeek keeps only the layers up to select_layer)
+    state = _Weights(state)
     width = state[_VISION + "pos_embed"].shape[-1]
     patch = state[_VISION + "patch_embed.proj.weight"].shape[-1]
     layers = _count(state, re.escape(_VISION) + r"blocks\.(\d+)\.")
@@ -244,9 +270,9 @@ class DeepSeekChat:
     """DeepSeek's ``VLChatProcessor`` for one checkpoint: sft format, tokens and image preprocessing.
 
     Prompts are DeepSeek's ``sft_format="deepseek"`` conversation: understanding is
-    ``"{system}\\n\\nUser: <image_placeholder>\\n{question}\\n\\nAssistant:"``, the image tag then
+    ``"{system}\\n\\n{user}: <image_placeholder>\\n{question}\\n\\n{assistant}:"`` (roles: :func:`chat_roles`), the tag
     expanded to ``<begin_of_image>`` + ``num_image_tokens`` tags + ``<end_of_image>``; drawing is
-    ``"User: {prompt}\\n\\nAssistant:<begin_of_image>"`` (no system prompt), as generation_inference.py.
+    ``"{user}: {prompt}\\n\\n{assistant}:<begin_of_image>"`` (no system prompt), as generation_inference.py.
     """
 
     tokenizer: Any  # tokenizers.Tokenizer of tokenizer.json
@@ -265,6 +291,9 @@ class DeepSeekChat:
     std: tuple[float, float, float]
     rescale: float
     normalize: bool
+    #: tokenizer_config.json's clean_up_tokenization_spaces (LlamaTokenizerFast's default: off)
+    cleanup: bool = False
+    roles: tuple[str, str] = (USER, ASSISTANT)  # the turn roles (chat_roles)
 
     @classmethod
     def read(cls, pretrained: str) -> DeepSeekChat:
@@ -276,7 +305,10 @@ class DeepSeekChat:
         specials = read_json(pretrained, "special_tokens_map.json", required=False)
         if processor.get("sft_format", "deepseek") != "deepseek" or processor.get("add_special_token", False):
             raise ValueError("processor_config.json: only sft_format 'deepseek' without add_special_token is supported")
-        tokenizer = Tokenizer.from_file(str(repo_file(pretrained, "tokenizer.json") or pretrained + "/tokenizer.json"))
+        tokenizer_file = repo_file(pretrained, "tokenizer.json")
+        if tokenizer_file is None:
+            raise CheckpointError(f"{pretrained} has no tokenizer.json (DeepSeek's Janus tokenizer)")
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
         image_tag = processor.get("image_tag", "<image_placeholder>")
         if tokenizer.token_to_id(image_tag) is None:  # VLChatProcessor adds it as a special token when missing
             from tokenizers import AddedToken
@@ -308,12 +340,14 @@ class DeepSeekChat:
             image_tag=image_tag,
             boi_tag=boi,
             num_image_tokens=int(processor.get("num_image_tokens", 576)),
-            image_size=int(images["image_size"]),
+            image_size=int(need(images, "image_size", "preprocessor_config.json")),
             min_size=int(images.get("min_size", 14)),
             mean=mean,  # type: ignore[arg-type]
             std=tuple(images.get("image_std", (0.26862954, 0.26130258, 0.27577711))),  # type: ignore[arg-type]
             rescale=float(images.get("rescale_factor", 1 / 255)),
             normalize=bool(images.get("do_normalize", True)),
+            cleanup=bool(tokenizer_config.get("clean_up_tokenization_spaces", False)),
+            roles=chat_roles(pretrained),
         )
 
     def ids(self) -> dict[str, int]:
@@ -327,7 +361,8 @@ class DeepSeekChat:
 
     def understanding_ids(self, question: str) -> list[int]:
         content = f"{self.image_tag}\n{question}".strip()
-        sft = f"{SYSTEM_PROMPT}\n\n{USER}: {content}\n\n{ASSISTANT}:".strip()
+        user, assistant = self.roles
+        sft = f"{SYSTEM_PROMPT}\n\n{user}: {content}\n\n{assistant}:".strip()
         out: list[int] = []
         for token in self._encode(sft):
             if token == self.image_id:
@@ -337,11 +372,14 @@ class DeepSeekChat:
         return out
 
     def generation_ids(self, prompt: str) -> list[int]:
-        sft = f"{USER}: {prompt.strip()}\n\n{ASSISTANT}:".strip()
+        user, assistant = self.roles
+        sft = f"{user}: {prompt.strip()}\n\n{assistant}:".strip()
         return self._encode(sft + self.boi_tag)
 
     def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
+        # as LlamaTokenizerFast.decode under DeepSeek's transformers 4.x
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return authors_text(text, {"clean_up_tokenization_spaces": self.cleanup}, default=False)
 
     def pixels(self, image: Image.Image) -> np.ndarray:
         """(3, S, S) float32 as DeepSeek's VLMImageProcessor: longest side to S (bicubic), padded
@@ -376,8 +414,10 @@ def load_deepseek(pretrained: str, torch: Any, dtype: Any, device: Any) -> tuple
         state = _state_dict(pretrained)
         janus = janus_config(config, read_json(pretrained, "processor_config.json"), state, chat.ids())
     except (OSError, ValueError, KeyError) as exc:
+        # CheckpointError names the file and key; a bare KeyError would print only the key
+        what = str(exc) if isinstance(exc, CheckpointError) else f"{type(exc).__name__}: {exc}"
         raise GeneratorConfigError(f"unified.pretrained: {pretrained!r} is not a readable DeepSeek-format Janus "
-                                   f"checkpoint: {exc}") from exc
+                                   f"checkpoint: {what}") from exc
     with no_init_weights(), torch.device(device):  # every weight is loaded next
         model = JanusForConditionalGeneration._from_config(janus, dtype=dtype)
     model.load_state_dict(map_state_dict(state), strict=True)

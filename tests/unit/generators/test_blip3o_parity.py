@@ -116,3 +116,66 @@ def test_plan_names_the_model_without_loading_and_arguments_are_checked_first(tm
         build_unified("blip3o", pretrained=str(tmp_path), device="cpu", image_size=1020)
     with pytest.raises(GeneratorConfigError, match="lacks config.json"):
         build_unified("blip3o", pretrained=str(tmp_path), device="cpu", dtype="float32")
+
+
+# -- the decoder at guidance 1 or below (pipeline_llava_gen.py, an EMU2 pipeline:
+# ``do_classifier_free_guidance = guidance_scale > 1.0``): " " is not encoded, so its DiT noise is
+# never drawn and the decoder's starting noise is the draw right after the prompt's; the UNet runs
+# the conditional row alone and the scale has no effect. Three steps each, to stay fast.
+
+def _draw_spied(model, monkeypatch, guidance):
+    before = (model.decoder_guidance, model.decoder_steps, model.dit_steps)
+    model.decoder_guidance, model.decoder_steps, model.dit_steps = guidance, 3, 3
+    seen = {"features": [], "unet_rows": [], "state": None}
+    features, decode, unet = model.features, model.decode_features, model.unet.forward
+
+    def spy_features(text, generator):
+        seen["features"].append(text)
+        return features(text, generator)
+
+    def spy_decode(cond, null, generator):
+        seen["state"] = generator.get_state()
+        return decode(cond, null, generator)
+
+    def spy_unet(sample, *args, **kwargs):
+        seen["unet_rows"].append(sample.shape[0])
+        return unet(sample, *args, **kwargs)
+
+    monkeypatch.setattr(model, "features", spy_features)
+    monkeypatch.setattr(model, "decode_features", spy_decode)
+    monkeypatch.setattr(model.unet, "forward", spy_unet)
+    with single_thread():
+        image = model.generate(["a red cat"], [7])[0]
+    monkeypatch.undo()
+    model.decoder_guidance, model.decoder_steps, model.dit_steps = before
+    return image, seen
+
+
+def test_guidance_at_or_below_one_is_the_conditional_branch_alone(blip3o, monkeypatch):
+    from lmms_genbench.generators.unified.blip3o.model import DRAW_INSTRUCTION, QWEN_CONVERSATION
+
+    prompt = QWEN_CONVERSATION.format(DRAW_INSTRUCTION.format("a red cat"))
+    at_one, seen = _draw_spied(blip3o, monkeypatch, 1.0)
+    assert seen["features"] == [prompt]  # " " is not encoded
+    assert set(seen["unet_rows"]) == {1}
+    # the decoder's noise is drawn right after the prompt's DiT noise
+    reference, steps = torch.Generator().manual_seed(7), blip3o.dit_steps
+    blip3o.dit_steps = 3
+    try:
+        with single_thread(), torch.inference_mode():
+            blip3o.features(prompt, reference)
+    finally:
+        blip3o.dit_steps = steps
+    assert torch.equal(seen["state"], reference.get_state())
+
+    below, seen_below = _draw_spied(blip3o, monkeypatch, 0.5)
+    assert seen_below["features"] == [prompt] and set(seen_below["unet_rows"]) == {1}
+    assert np.array_equal(np.asarray(below), np.asarray(at_one))  # the scale has no effect at or below 1
+
+
+def test_guidance_above_one_encodes_the_blank_prompt_and_guides(blip3o, monkeypatch):
+    from lmms_genbench.generators.unified.blip3o.model import NEGATIVE_PROMPT
+
+    _, seen = _draw_spied(blip3o, monkeypatch, 3.0)
+    assert seen["features"][1] == NEGATIVE_PROMPT and len(seen["features"]) == 2
+    assert set(seen["unet_rows"]) == {2}

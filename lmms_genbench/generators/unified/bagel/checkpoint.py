@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....core.deps import require
+from ..common import CheckpointError, check_source, need
 
 __all__ = ["AUTHORS", "FILES", "AutoencoderShape", "BagelFiles", "autoencoder_shape", "locate", "read_configs",
            "real_configs"]
@@ -59,8 +60,9 @@ def locate(pretrained: str) -> BagelFiles:
     if os.path.isdir(pretrained):
         missing = [f for f in FILES if not os.path.isfile(os.path.join(pretrained, f))]
         if missing:
-            raise FileNotFoundError(f"{pretrained} is not a BAGEL checkpoint folder: it lacks {', '.join(missing)}")
+            raise CheckpointError(f"{pretrained} is not a BAGEL checkpoint folder: it lacks {', '.join(missing)}")
         return BagelFiles(pretrained)
+    check_source("unified.pretrained", pretrained)
     hub = require("huggingface_hub", "the bagel unified model")
     folder = hub.snapshot_download(pretrained, allow_patterns=list(FILES + OPTIONAL_FILES))
     return locate(folder)
@@ -69,11 +71,23 @@ def locate(pretrained: str) -> BagelFiles:
 def read_configs(files: BagelFiles) -> tuple[Any, Any]:
     """transformers' ``Qwen2Config`` and ``SiglipVisionConfig`` as the authors' loaders finish them."""
     transformers = require("transformers", "the bagel unified model")
-    with open(files.path("llm_config.json"), encoding="utf-8") as fh:
-        llm = json.load(fh)
-    with open(files.path("vit_config.json"), encoding="utf-8") as fh:
-        vit = json.load(fh)
-    return _configs(transformers, llm, vit)
+    found = {}
+    for name, keys in (("llm_config.json", LLM_KEYS), ("vit_config.json", VIT_KEYS)):
+        try:
+            with open(files.path(name), encoding="utf-8") as fh:
+                found[name] = json.load(fh)
+        except ValueError as exc:
+            raise CheckpointError(f"{files.path(name)} is not JSON: {exc}") from None
+        # transformers' config classes would fill a missing size with another model's default
+        for key in keys:
+            need(found[name], key, files.path(name))
+    return _configs(transformers, found["llm_config.json"], found["vit_config.json"])
+
+
+#: the sizes each config file must state (the rest have the authors' config classes' defaults)
+LLM_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+            "num_key_value_heads")
+VIT_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "patch_size")
 
 
 def _configs(transformers: Any, llm: dict[str, Any], vit: dict[str, Any]) -> tuple[Any, Any]:
@@ -99,6 +113,8 @@ class AutoencoderShape:
 
 def autoencoder_shape(state: dict[str, Any]) -> AutoencoderShape:
     """The autoencoder's sizes from its state dict's shapes."""
+    for key in ("encoder.conv_in.weight", "decoder.conv_in.weight", "encoder.down.0.block.0.conv1.weight"):
+        need(state, key, "ae.safetensors")
     channels = int(state["encoder.conv_in.weight"].shape[0])
     levels = sorted({int(k.split(".")[2]) for k in state if k.startswith("encoder.down.")})
     widths = [int(state[f"encoder.down.{i}.block.0.conv1.weight"].shape[0]) for i in levels]

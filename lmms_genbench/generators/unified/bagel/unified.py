@@ -23,7 +23,7 @@ from ...base import GenerationResult
 from ...common import check_image, describe_error
 from ...lazy import GeneratorPlan
 from ..base import DescribeResult
-from ..common import UnifiedCommon, count, cut, number, plain_decoding
+from ..common import UnifiedCommon, authors_text, count, cut, number, plain_decoding
 
 __all__ = ["BagelUnified"]
 
@@ -172,8 +172,13 @@ class BagelUnified(UnifiedCommon):
             ctx = self.network.add_image(Context(), image, self.special)
             ctx = self.network.add_text(ctx, self.tokenizer.encode(prompt.strip()), self.special)
             ids = self.network.generate_text(ctx, self.special, max_length, pick, on_logits)
-        # as gen_text: decode from the start token, keep what lies before <|im_end|>
-        text = self.tokenizer.decode([self.special.bos, *ids])
+        return self.decode_text(ids)
+
+    def decode_text(self, ids: list[int]) -> str:
+        """As gen_text: decode from the start token, keep what lies before ``<|im_end|>``."""
+        text = self.tokenizer.decode([self.special.bos, *ids], clean_up_tokenization_spaces=False)
+        # transformers 4.49.0 (their pin) cleans where the config asks (Qwen2Tokenizer's default: off)
+        text = authors_text(text, self.tokenizer.init_kwargs, default=False)
         return text.split("<|im_end|>")[0].split("<|im_start|>")[1]
 
     # -- drawing ---------------------------------------------------------------

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..common import repo_file
+from ..common import CheckpointError, check_source, need, repo_file
 
 #: the authors' weights' file variant (inference.py loads the decoder with ``variant="bf16"``)
 DECODER_VARIANT = "bf16"
@@ -39,6 +39,7 @@ def local_folder(pretrained: str) -> Path:
     """``pretrained`` itself if it is a folder, else its hub snapshot (``HF_ENDPOINT`` honoured)."""
     if os.path.isdir(pretrained):
         return Path(pretrained)
+    check_source("unified.pretrained", pretrained)
     from huggingface_hub import HfApi, snapshot_download
 
     try:
@@ -58,8 +59,20 @@ def _is_weight(name: str) -> bool:
 def read_config(folder: Path) -> dict[str, Any]:
     missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
-        raise FileNotFoundError(f"{folder} is not a BLIP3-o checkpoint: it lacks {', '.join(missing)}")
-    return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        raise CheckpointError(f"{folder} is not a BLIP3-o checkpoint: it lacks {', '.join(missing)}")
+    try:
+        raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CheckpointError(f"{folder / 'config.json'} is not JSON: {exc}") from None
+    # Qwen2_5_VLConfig fills a missing part with Qwen's defaults, which then mismatch the weights
+    for key in QWEN_KEYS:
+        need(raw, key, str(folder / "config.json"))
+    return raw
+
+
+#: what the config.json of the Qwen2.5-VL half must state (its flat pre-v5 layout)
+QWEN_KEYS = ("vision_config", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+             "num_attention_heads")
 
 
 def qwen_config(raw: dict[str, Any]):
@@ -96,8 +109,16 @@ def weight_files(folder: Path) -> list[Path]:
 def read_generation_weights(folder: Path, dtype) -> dict[str, Any]:
     """Only the generation half's tensors (DiT, queries), read from the safetensors files."""
     out = {}
-    for path in weight_files(folder):
+    files = weight_files(folder)
+    for path in files:
+        if not path.is_file():
+            raise CheckpointError(f"{folder} has no {path.name} (its weights)")
         out.update(_read_safetensors(path, ("model.dit.", "model.latent_queries"), dtype))
+    names = ", ".join(p.name for p in files)
+    if "model.latent_queries" not in out:
+        raise CheckpointError(f"{names} has no 'model.latent_queries' (BLIP3-o's generation queries)")
+    if not any(k.startswith("model.dit.") for k in out):
+        raise CheckpointError(f"{names} has no 'model.dit.*' weights (BLIP3-o's DiT): not a BLIP3-o checkpoint")
     return out
 
 
@@ -138,7 +159,7 @@ def load_decoder(folder: Path, dtype):
     unet = UNet2DConditionModel.from_pretrained(root, subfolder="unet", variant=variant("unet"), torch_dtype=dtype)
     vae = AutoencoderKL.from_pretrained(root, subfolder="vae", variant=variant("vae"), torch_dtype=dtype)
     scheduler_config = json.loads((root / "scheduler" / "scheduler_config.json").read_text(encoding="utf-8"))
-    scheduler_class = getattr(diffusers, scheduler_config["_class_name"])
+    scheduler_class = getattr(diffusers, need(scheduler_config, "_class_name", f"{root}/scheduler/scheduler_config.json"))
     return unet, vae, scheduler_class.from_config(scheduler_config)
 
 
@@ -153,4 +174,4 @@ def chat_template(processor: str) -> str:
                 return read(path.read_text(encoding="utf-8"))
             except (KeyError, ValueError):
                 continue
-    raise FileNotFoundError(f"{processor!r} has no chat template (chat_template.jinja or .json, tokenizer_config.json)")
+    raise CheckpointError(f"{processor!r} has no chat template (chat_template.jinja or .json, tokenizer_config.json)")

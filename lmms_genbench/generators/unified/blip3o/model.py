@@ -26,7 +26,7 @@ from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
 from ..base import DescribeResult
-from ..common import UnifiedCommon, count, cut, hf_decoding, number
+from ..common import UnifiedCommon, authors_text, count, cut, hf_decoding, number
 
 #: the authors' text-to-image instruction (inference.py, gradio/app.py, eval/geneval/generate.py)
 DRAW_INSTRUCTION = "Please generate image based on the following caption: {}"
@@ -57,13 +57,15 @@ class Blip3oUnified(UnifiedCommon):
         decoder_steps: the diffusion decoder's steps (the pipeline's default 50; inference.py
             passes none).
         decoder_guidance: the decoder's guidance against the features of " " (inference.py and
-            gradio/app.py pass 3.0).
+            gradio/app.py pass 3.0); as the pipeline, guidance only above 1: at 1 or below the
+            conditional branch alone (the scale then has no effect) and " " is not encoded.
         image_size: output height and width in pixels (the pipeline's default 1024, the paper's).
         temperature: describing temperature where the task sets none (0 = greedy).
         max_new_tokens: description length limit where the task sets none (app.py's 1024).
 
     Seeds: one CPU ``torch.Generator(seed)`` per prompt draws, in the authors' order, the DiT's
-    noise for the prompt, the DiT's noise for " ", and the decoder's starting latents, so an image
+    noise for the prompt, the DiT's noise for " " (only when ``decoder_guidance`` > 1), and the
+    decoder's starting latents, so an image
     depends on its own prompt and seed only. With ``torch.manual_seed(seed)`` before the authors'
     first call on a CPU this is exactly their draw; they cache the " " features after the first
     call, where each image here recomputes them from its own seed.
@@ -86,6 +88,9 @@ class Blip3oUnified(UnifiedCommon):
 
         dtype = getattr(torch, self.dtype)
         try:
+            from ..common import CheckpointError, check_source
+
+            check_source("unified.processor", self.processor_id)
             folder = checkpoint.local_folder(self.pretrained)
             raw = checkpoint.read_config(folder)
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
@@ -94,7 +99,11 @@ class Blip3oUnified(UnifiedCommon):
             self.dit = NextDiTCrossAttn.from_state_dict(dit_weights(generation)).to(dtype)
             self.queries = generation["model.latent_queries"]
             self.unet, self.vae, self.decoder_scheduler = checkpoint.load_decoder(folder, dtype)
-            image_processor = transformers.AutoImageProcessor.from_pretrained(self.processor_id)
+            try:
+                image_processor = transformers.AutoImageProcessor.from_pretrained(self.processor_id)
+            except (OSError, ValueError, KeyError) as exc:  # another model's folder, no preprocessor file
+                raise CheckpointError(f"unified.processor: {self.processor_id}'s preprocessor_config.json is not a "
+                                      f"Qwen2.5-VL image processor's ({describe_error(exc)})") from exc
             self.processor = transformers.Qwen2_5_VLProcessor(
                 image_processor=image_processor, tokenizer=self.tokenizer,
                 video_processor=transformers.Qwen2VLVideoProcessor(),  # required; never used (no video)
@@ -137,6 +146,12 @@ class Blip3oUnified(UnifiedCommon):
 
     # -- describing ------------------------------------------------------------
 
+    def decode_texts(self, rows: Any) -> list[str]:
+        """``batch_decode(rows, skip_special_tokens=True)`` as under transformers 4.51.3 (their pin),
+        which cleans the spaces before punctuation where the config asks (Qwen2Tokenizer's default: off)."""
+        texts = self.tokenizer.batch_decode(rows, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return [authors_text(t, self.tokenizer.init_kwargs, default=False) for t in texts]
+
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image, with the task's decoding settings."""
         settings, until = hf_decoding(gen_kwargs or {}, self.temperature, self.max_new_tokens)
@@ -151,7 +166,7 @@ class Blip3oUnified(UnifiedCommon):
             with self._torch.inference_mode():
                 out = self.lm.generate(**inputs, **settings)
             new = out[:, inputs["input_ids"].shape[1]:]
-            return [cut(t, until) for t in self.tokenizer.batch_decode(new, skip_special_tokens=True)]
+            return [cut(t, until) for t in self.decode_texts(new)]
 
         return self._isolated(call, images, "describe")
 
@@ -181,30 +196,38 @@ class Blip3oUnified(UnifiedCommon):
         generator = torch.Generator().manual_seed(seed)
         with torch.inference_mode():
             cond = self.features(QWEN_CONVERSATION.format(DRAW_INSTRUCTION.format(prompt)), generator)
-            null = self.features(NEGATIVE_PROMPT, generator)
+            # the pipeline guides only above 1 (do_classifier_free_guidance = guidance_scale > 1.0):
+            # at or below it " " is never encoded, so its DiT noise is never drawn
+            null = self.features(NEGATIVE_PROMPT, generator) if self.decoder_guidance > 1 else None
             latents = self.decode_features(cond, null, generator)
             pixels = self.vae.decode(latents / self.vae.config.scaling_factor).sample
         array = ((pixels[0].float() / 2 + 0.5).clamp(0, 1).permute(1, 2, 0).cpu().numpy() * 255).round().astype("uint8")
         return check_image(Image.fromarray(array), False)
 
     def decode_features(self, cond, null, generator) -> Any:
-        """The decoder's latents for features ``cond`` against ``null`` (pipeline_llava_gen.py's loop)."""
+        """The decoder's latents for features ``cond`` against ``null`` (pipeline_llava_gen.py's loop);
+        ``null`` None: no guidance (the pipeline's ``guidance_scale <= 1``: the conditional
+        branch alone, whatever the scale)."""
         torch = self._torch
         scheduler = self.decoder_scheduler.__class__.from_config(self.decoder_scheduler.config)
         size = self.image_size
-        embeds = torch.cat([cond, null]).to(self.unet.dtype)  # conditional rows first, as theirs
+        rows = [cond] if null is None else [cond, null]
+        embeds = torch.cat(rows).to(self.unet.dtype)  # conditional rows first, as theirs
         # SDXL's micro-conditioning: original size (their fixed 1024 x 1024), crop (0, 0), target size
-        time_ids = torch.tensor([[1024, 1024, 0, 0, size, size]] * 2, dtype=torch.long, device=self._device)
+        time_ids = torch.tensor([[1024, 1024, 0, 0, size, size]] * len(rows), dtype=torch.long,
+                                device=self._device)
         added = {"time_ids": time_ids, "text_embeds": embeds.mean(dim=1)}
         scheduler.set_timesteps(self.decoder_steps, device=self._device)
         shape = (1, self.unet.config.in_channels, size // self.vae_scale, size // self.vae_scale)
         latents = torch.randn(shape, generator=generator, dtype=torch.float32).to(self._device, self.unet.dtype)
         latents = latents * scheduler.init_noise_sigma
         for t in scheduler.timesteps:
-            model_in = scheduler.scale_model_input(torch.cat([latents] * 2), t)
+            model_in = scheduler.scale_model_input(torch.cat([latents] * len(rows)), t)
             noise = self.unet(model_in, t, encoder_hidden_states=embeds, added_cond_kwargs=added).sample
-            cond_noise, null_noise = noise.chunk(2)
-            latents = scheduler.step(null_noise + self.decoder_guidance * (cond_noise - null_noise), t, latents).prev_sample
+            if null is not None:
+                cond_noise, null_noise = noise.chunk(2)
+                noise = null_noise + self.decoder_guidance * (cond_noise - null_noise)
+            latents = scheduler.step(noise, t, latents).prev_sample
         return latents
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from ..common import CheckpointError
 from .magvit import WEIGHTS_FILE
 from .omni import ShowoVocab
 
@@ -28,7 +29,7 @@ def fetch(repo: str, filename: str) -> Path:
     if os.path.isdir(repo):
         path = Path(repo) / filename
         if not path.is_file():
-            raise FileNotFoundError(f"{repo} has no {filename}")
+            raise CheckpointError(f"{repo} has no {filename}")
         return path
     from huggingface_hub import hf_hub_download
 
@@ -36,7 +37,11 @@ def fetch(repo: str, filename: str) -> Path:
 
 
 def read_json(repo: str, filename: str) -> dict[str, Any]:
-    return json.loads(fetch(repo, filename).read_text(encoding="utf-8"))
+    path = fetch(repo, filename)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CheckpointError(f"{path} is not JSON: {exc}") from None
 
 
 def read_state(repo: str, dtype: torch.dtype, prefix: str = "", device: str | torch.device = "cpu") -> dict:
@@ -45,11 +50,14 @@ def read_state(repo: str, dtype: torch.dtype, prefix: str = "", device: str | to
     from safetensors import safe_open
 
     state = {}
-    with safe_open(str(fetch(repo, WEIGHTS_FILE)), framework="pt", device="cpu") as f:
+    path = fetch(repo, WEIGHTS_FILE)
+    with safe_open(str(path), framework="pt", device="cpu") as f:
         for key in f.keys():
             if key.startswith(prefix):
                 tensor = f.get_tensor(key)
                 state[key[len(prefix):]] = (tensor.to(dtype) if tensor.is_floating_point() else tensor).to(device)
+    if not state:
+        raise CheckpointError(f"{path} has no {prefix or 'tensor'}* weights")
     return state
 
 
@@ -80,6 +88,16 @@ def build_language_model(tokenizer: str, pretrained: str, vocab_size: int, devic
     with torch.device("meta"):
         model = PhiForCausalLM(config)
     state = read_state(pretrained, getattr(torch, dtype), prefix="showo.", device=device)
+    wanted = model.state_dict()
+    missing = sorted(set(wanted) - set(state))
+    wrong = sorted(k for k in set(wanted) & set(state) if tuple(wanted[k].shape) != tuple(state[k].shape))
+    if missing or wrong:
+        key = (missing or wrong)[0]
+        raise CheckpointError(
+            f"{pretrained}/{WEIGHTS_FILE}: showo.{key} "
+            + (f"is missing ({len(missing)} keys missing)" if missing else
+               f"has shape {tuple(state[key].shape)}, the config's Phi {tuple(wanted[key].shape)}")
+            + f" (Phi geometry from {tokenizer}/config.json)")
     model.load_state_dict(state, strict=True, assign=True)
     # the rotary tables are not in the state dict: built again on the device, in float32
     with torch.device(device):

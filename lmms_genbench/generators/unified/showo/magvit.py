@@ -41,6 +41,13 @@ class MagvitGeometry:
     decoder_mult: tuple[int, ...]
     decoder_blocks: tuple[int, ...]
     z_channels: int
+    #: the decoder's base width (``decoder_mult`` counts in it); None: ``ch``, as the published
+    #: tokenizer. The authors' VQGANEncoder and VQGANDecoder each take their own ``ch``.
+    decoder_ch: int | None = None
+
+    @property
+    def decoder_width(self) -> int:
+        return self.ch if self.decoder_ch is None else self.decoder_ch
 
     @property
     def downsample(self) -> int:
@@ -55,7 +62,12 @@ REAL_GEOMETRY = MagvitGeometry(128, (1, 2, 2, 4, 4), (4, 3, 4, 3, 4), (1, 1, 2, 
 def geometry_of(state: dict[str, torch.Tensor]) -> MagvitGeometry:
     """The geometry a state dict in the authors' key layout was written at."""
 
-    def levels(prefix: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def need(key: str) -> torch.Tensor:
+        if key not in state:
+            raise KeyError(f"the MAGVIT-v2 weights have no {key!r}")
+        return state[key]
+
+    def levels(prefix: str) -> tuple[tuple[int, ...], tuple[int, ...], int]:
         found: dict[int, dict[int, int]] = {}
         for key, value in state.items():
             m = re.fullmatch(rf"{prefix}\.(\d+)\.block\.(\d+)\.conv1\.weight", key)
@@ -65,13 +77,16 @@ def geometry_of(state: dict[str, torch.Tensor]) -> MagvitGeometry:
                 raise ValueError(f"attention inside a level ({key}) is not part of Show-o's MAGVIT-v2")
         if not found or sorted(found) != list(range(len(found))):
             raise ValueError(f"no {prefix}.<level>.block.<n> weights: not a MAGVIT-v2 state dict")
-        width = int(state["encoder.conv_in.weight"].shape[0])
-        return (tuple(found[i][0] // width for i in sorted(found)), tuple(len(found[i]) for i in sorted(found)))
+        widths = [found[i][0] for i in sorted(found)]
+        # the encoder's base width is its conv_in's; the decoder's own (it may differ: the authors'
+        # classes take one ``ch`` each) is the largest that divides every level's width
+        base = int(need("encoder.conv_in.weight").shape[0]) if prefix == "encoder.down" else math.gcd(*widths)
+        return tuple(w // base for w in widths), tuple(len(found[i]) for i in sorted(found)), base
 
-    enc_mult, enc_blocks = levels("encoder.down")
-    dec_mult, dec_blocks = levels("decoder.up")
-    return MagvitGeometry(int(state["encoder.conv_in.weight"].shape[0]), enc_mult, enc_blocks, dec_mult, dec_blocks,
-                          int(state["encoder.conv_out.weight"].shape[0]))
+    enc_mult, enc_blocks, ch = levels("encoder.down")
+    dec_mult, dec_blocks, dec_ch = levels("decoder.up")
+    return MagvitGeometry(ch, enc_mult, enc_blocks, dec_mult, dec_blocks,
+                          int(need("encoder.conv_out.weight").shape[0]), None if dec_ch == ch else dec_ch)
 
 
 class _SelfAttention(AttentionWeights):
@@ -148,13 +163,13 @@ class MagvitEncoder(nn.Module):
 class MagvitDecoder(nn.Module):
     def __init__(self, g: MagvitGeometry) -> None:
         super().__init__()
-        width = g.ch * g.decoder_mult[-1]
+        width = g.decoder_width * g.decoder_mult[-1]
         self.post_quant_conv = nn.Conv2d(g.z_channels, g.z_channels, 1)
         self.conv_in = nn.Conv2d(g.z_channels, width, 3, padding=1)
         self.mid = _Middle(width)
         levels: list[nn.Module] = []
         for i in reversed(range(len(g.decoder_mult))):  # built top-down, stored bottom-up as the authors'
-            out = g.ch * g.decoder_mult[i]
+            out = g.decoder_width * g.decoder_mult[i]
             blocks = [ResnetBlock(width if j == 0 else out, out) for j in range(g.decoder_blocks[i])]
             width = out
             levels.insert(0, _level(blocks, _Resample(width, down=False) if i != 0 else None))

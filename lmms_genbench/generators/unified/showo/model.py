@@ -29,7 +29,7 @@ from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
 from ..base import DescribeResult
-from ..common import UnifiedCommon, count, cut, number, plain_decoding
+from ..common import UnifiedCommon, authors_text, count, cut, number, plain_decoding
 
 #: configs/showo_demo_512x512.yaml: model.showo.pretrained_model_path, vq_model_name, llm_model_path
 PRETRAINED, VQ_MODEL, TOKENIZER = "showlab/show-o-512x512", "showlab/magvitv2", "microsoft/phi-1_5"
@@ -92,7 +92,6 @@ class ShowoUnified(UnifiedCommon):
             raise GeneratorConfigError(f"unified: cannot load Show-o from pretrained={self.pretrained!r}, "
                                        f"vq_model={self.vq_model!r}, tokenizer={self.tokenizer_id!r}: "
                                        f"{describe_error(exc)}") from exc
-        self.num_codes = int(self.config["num_vq_tokens"])
         self.image_size = math.isqrt(self.num_codes) * self.vq.geometry.downsample
         self._dtype = getattr(torch, self.dtype)
 
@@ -127,10 +126,24 @@ class ShowoUnified(UnifiedCommon):
     def _load(self) -> None:
         for module in ("transformers", "safetensors"):
             require(module, "the showo unified model")
+        from ..common import CheckpointError, check_source, need
         from .loading import build_language_model, load_vocab, read_json, read_state
-        from .magvit import build_magvit
+        from .magvit import WEIGHTS_FILE, build_magvit
 
+        for arg, value in (("pretrained", self.pretrained), ("vq_model", self.vq_model),
+                           ("tokenizer", self.tokenizer_id)):
+            check_source(arg, value)
         shown = read_json(self.pretrained, "config.json")
+        source = f"{self.pretrained}/config.json"
+        for key in ("vocab_size", "llm_vocab_size", "codebook_size", "num_vq_tokens"):
+            value = need(shown, key, source)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise CheckpointError(f"{source}: {key} is {value!r}, not a positive integer")
+        # the image is a square grid of codes (the authors reshape to sqrt x sqrt when drawing)
+        if math.isqrt(shown["num_vq_tokens"]) ** 2 != shown["num_vq_tokens"]:
+            raise CheckpointError(f"{source}: num_vq_tokens {shown['num_vq_tokens']} is not a square "
+                                  "(the image is a square grid of codes)")
+        self.num_codes = int(shown["num_vq_tokens"])
         if shown.get("w_clip_vit"):
             raise GeneratorConfigError(f"unified.pretrained: {self.pretrained!r} is a CLIP-ViT variant of Show-o "
                                        "(w_clip_vit: true); only the MAGVIT-v2 understanding path is supported")
@@ -142,7 +155,13 @@ class ShowoUnified(UnifiedCommon):
         self.lm = build_language_model(self.tokenizer_id, self.pretrained, int(shown["vocab_size"]),
                                        self._device, self.dtype)
         # the image tokenizer stays float32, as the authors' scripts run it (it is small)
-        self.vq = build_magvit(read_state(self.vq_model, self._torch.float32)).to(self._device)
+        try:
+            self.vq = build_magvit(read_state(self.vq_model, self._torch.float32)).to(self._device)
+        except (KeyError, ValueError, RuntimeError) as exc:
+            if isinstance(exc, CheckpointError):
+                raise
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise CheckpointError(f"{self.vq_model}/{WEIGHTS_FILE}: {message}") from exc
         if self.vq.codebook_size != self.vocab.codebook_size:
             raise GeneratorConfigError(f"unified.vq_model: {self.vq_model!r} has {self.vq.codebook_size} codes; "
                                        f"the checkpoint expects codebook_size {self.vocab.codebook_size}")
@@ -193,9 +212,13 @@ class ShowoUnified(UnifiedCommon):
 
     def decode_text(self, tokens: list[int]) -> str:
         # the authors batch_decode with skip_special_tokens; ids past the text vocabulary
-        # (image codes) have no text and are dropped, as the tokenizer drops them
-        known = [t for t in tokens if t < len(self.vocab.tokenizer)]
-        return self.vocab.tokenizer.decode(known, skip_special_tokens=True)
+        # (image codes) have no text and are dropped, as the tokenizer drops them; their
+        # transformers 4.41.1 then cleans the spaces before punctuation where the config asks
+        # (phi-1_5's does; CodeGenTokenizer's default there is on too)
+        tokenizer = self.vocab.tokenizer
+        known = [t for t in tokens if t < len(tokenizer)]
+        text = tokenizer.decode(known, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return authors_text(text, tokenizer.init_kwargs, default=True)
 
     # -- drawing ---------------------------------------------------------------
 

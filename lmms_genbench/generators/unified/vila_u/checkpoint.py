@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..common import CheckpointError, check_source, need
 from .depth import DepthTransformer
 from .tower import KNOWN_SIGLIP, RQVAESiglip
 
@@ -36,14 +37,34 @@ def resolve_folder(pretrained: str) -> Path:
     if os.path.isdir(pretrained):
         folder = Path(pretrained)
     else:
+        check_source("unified.pretrained", pretrained)
         from huggingface_hub import snapshot_download
 
         folder = Path(snapshot_download(pretrained))
     return folder / "model" if (folder / "model" / "config.json").is_file() else folder
 
 
+def read_config(folder: Path) -> dict[str, Any]:
+    """The checkpoint's ``config.json``; a part's folder (``llm/`` etc.) is named as such."""
+    config = read_json(folder / "config.json")
+    if "llm_cfg" not in config and config.get("model_type") != "vila_u_llama":
+        parent = folder.resolve().parent
+        if folder.name in PARTS and (parent / "config.json").is_file():
+            raise CheckpointError(f"{folder} is the {folder.name}/ part of a VILA-U checkpoint; give its folder "
+                                  f"{parent}")
+        raise CheckpointError(f"{folder / 'config.json'} is not a VILA-U config (no 'llm_cfg'; model_type "
+                              f"{config.get('model_type')!r}, not 'vila_u_llama')")
+    return config
+
+
 def read_json(path: Path) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path.parent} has no {path.name}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise CheckpointError(f"{path} is not JSON: {exc}") from None
 
 
 def part_folder(folder: Path, config: dict[str, Any], part: str) -> Path:
@@ -70,7 +91,7 @@ def load_weights(folder: Path) -> dict[str, torch.Tensor]:
         return load_file(str(folder / "model.safetensors"))
     if (folder / "pytorch_model.bin").is_file():
         return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    raise FileNotFoundError(f"no weights (model.safetensors, its index or pytorch_model.bin) in {folder}")
+    raise CheckpointError(f"no weights (model.safetensors, its index or pytorch_model.bin) in {folder}")
 
 
 def fill(module: nn.Module, state: dict[str, torch.Tensor], prefix: str, where: str) -> None:
@@ -130,12 +151,14 @@ def load_vision(folder: Path, config: dict[str, Any]) -> tuple[RQVAESiglip, Dept
     """The RQ-VAE tower, the depth transformer and the SigLIP vision config, float32 on the CPU."""
     tower_folder = part_folder(folder, config, "vision_tower")
     tower_config = read_json(tower_folder / "config.json")
-    rq = tower_config["rqvaesiglip"]
+    where = str(tower_folder / "config.json")
+    rq = need(tower_config, "rqvaesiglip", where)
+    need(tower_config, "rqtransformer", where)
     vision_config = siglip_vision_config(tower_folder, rq.get("pretrained_model", "google/siglip-large-patch16-256"))
     state = load_weights(tower_folder)
     tower = RQVAESiglip(rq, vision_config)
     fill(tower, state, "rqvaesiglip.", "vision_tower")
-    depth = DepthTransformer(tower_config["rqtransformer"])
+    depth = DepthTransformer(tower_config["rqtransformer"])  # checked above
     fill(depth, state, "rqtransformer.", "vision_tower")
     return tower, depth, vision_config
 

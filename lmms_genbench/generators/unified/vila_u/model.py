@@ -72,7 +72,7 @@ class VilaUUnified(UnifiedCommon):
 
         try:
             folder = checkpoint.resolve_folder(self.pretrained)
-            config = checkpoint.read_json(folder / "config.json")
+            config = checkpoint.read_config(folder)
             llm_folder = checkpoint.part_folder(folder, config, "llm")
             self.tokenizer = LlamaSlowTokenizer(llm_folder)
             llm = transformers.LlamaForCausalLM.from_pretrained(str(llm_folder), dtype=getattr(torch, self.dtype))

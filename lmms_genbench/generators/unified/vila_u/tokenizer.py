@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 from ....core.deps import require
+from ..common import authors_text
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -92,6 +93,10 @@ class LlamaSlowTokenizer:
         spm = require("sentencepiece", "the vila_u unified model's tokenizer")
         folder = Path(folder)
         self.sp = spm.SentencePieceProcessor()
+        if not (folder / "tokenizer.model").is_file():
+            from ..common import CheckpointError
+
+            raise CheckpointError(f"{folder} has no tokenizer.model (the LLaMA SentencePiece model)")
         self.sp.LoadFromSerializedProto(without_dummy_prefix((folder / "tokenizer.model").read_bytes()))
         config = _read_json(folder / "tokenizer_config.json")
         specials = _read_json(folder / "special_tokens_map.json")
@@ -103,6 +108,8 @@ class LlamaSlowTokenizer:
         self.unk_token, self.bos_token, self.eos_token = token("unk_token", "<unk>"), token("bos_token", "<s>"), \
             token("eos_token", "</s>")
         self.add_bos = bool(config.get("add_bos_token", True))
+        #: LlamaTokenizer's (4.36.2) default: off
+        self.cleanup = bool(config.get("clean_up_tokenization_spaces", False))
         added: dict[str, int] = {}
         for ident, entry in (config.get("added_tokens_decoder") or {}).items():
             added[entry["content"]] = int(ident)
@@ -175,7 +182,8 @@ class LlamaSlowTokenizer:
                 run = []
             else:
                 run.append(piece)
-        return out + self.sp.DecodePieces(run)
+        text = out + self.sp.DecodePieces(run)
+        return authors_text(text, {"clean_up_tokenization_spaces": self.cleanup}, default=False)
 
 
 def _read_json(path: Path) -> dict:
