@@ -48,7 +48,11 @@ class LayoutError(ValueError):
 
 def layout_filename(pair_id: str) -> str:
     """A pair's ``filename`` in the layout: its id made one safe path component, ending in
-    ``.png`` unless it names a ``.png``/``.jpg`` file already (NoCaps ids do, as theirs)."""
+    ``.png`` unless it names a ``.png``/``.jpg`` file already (NoCaps ids do, as theirs); a
+    GenEval chain (``geneval/<line>``) is ``<line>.png``, the name their ``mgg.py`` opens."""
+    geneval = re.fullmatch(r"geneval/(\d+)", pair_id)
+    if geneval:
+        return f"{int(geneval.group(1))}.png"
     name = re.sub(r"[^A-Za-z0-9._-]", "_", pair_id).strip("._") or "pair"
     return name if name.lower().endswith(_IMAGE_SUFFIXES) else f"{name}.png"
 

@@ -22,8 +22,8 @@ def _fail(prog: str, message: str, fix: str = "") -> int:
 
 
 def _chains_of_results(files: list[Path], task: str | None):
-    """The MCD task's chains of the results files (the one task with ``mcd_avg`` and chains,
-    or ``task``), or the one line saying why there are none."""
+    """The chains of the results files' one semantic-drift task (``mcd_avg`` or ``mgg`` and
+    logged chains, or ``task``), or the one line saying why there are none."""
     from ..analysis.runs import RunError, load_run
 
     found = {}
@@ -33,23 +33,24 @@ def _chains_of_results(files: list[Path], task: str | None):
         except RunError as exc:
             return None, str(exc)
         for name, t in run.tasks.items():
-            if "mcd_avg" in t.scores and t.chains and (task is None or name == task):
+            if ("mcd_avg" in t.scores or "mgg" in t.scores) and t.chains and (task is None or name == task):
                 found[(str(path), name)] = list(t.chains.values())
     if len(found) != 1:
         named = sorted(f"{n} in {p}" for p, n in found) or ["none"]
-        why = "no semantic-drift MCD task with logged chains (run it with --log_samples)" if not found else \
-            f"{len(found)} semantic-drift MCD tasks: {', '.join(named)}; name one with --task"
+        why = "no semantic-drift task with logged chains (run it with --log_samples)" if not found else \
+            f"{len(found)} semantic-drift tasks: {', '.join(named)}; name one with --task"
         return None, why
     return next(iter(found.values())), None
 
 
 def run_export(args: argparse.Namespace) -> int:
-    """Write the chains of a finished sdp_nocaps/sdp_smoke run (a results file or folder, run with
+    """Write the chains of a finished sdp_* run (a results file or folder, run with
     --log_samples) or of a store folder (its chain folders) in the Semantic Drift authors' layout:
     text-first/gen-0.csv (filename,caption; the source captions), text-first/gen-1/<name>.png, ...,
     image-first/gen-0/<name>.png (the source images), image-first/gen-1.csv, ... Their
-    mcd-sdr.py --data DIR reads it; mgg.py reads the text-first images. Only complete chains are
-    written (the others are left out whole and counted)."""
+    mcd-sdr.py --data DIR reads it; mgg.py --imagedir DIR/text-first/ reads the images of an
+    sdp_geneval run (named <metadata line>.png). Only complete chains are written (the others are
+    left out whole and counted)."""
     from ..analysis.results import find_results
     from ..analysis.sdp_layout import LayoutError, chains_from_folders, export_chains
     from ..store import chain_folders
@@ -84,29 +85,39 @@ def run_score(args: argparse.Namespace) -> int:
     """Score chains stored in the Semantic Drift authors' layout (text-first/gen-0.csv,
     text-first/gen-1/, ..., image-first/gen-0/, image-first/gen-1.csv, ...) with this package's
     MCD scorer: MCD per mapping and averaged, S_δ(g) and SDR, printed and written as
-    mcd_report.json beside the chains, which are copied into the store (--artifacts). The whole
+    mcd_report.json beside the chains, which are copied into the store (--artifacts); with
+    --geneval METADATA also MGG of the text-first images (<metadata line>.png). The whole
     folder is checked first: a missing generation or image, wrong columns or an empty CSV end
     the command with the file named, and nothing is scored."""
     from ..analysis.sdp_layout import LayoutError, import_layout, read_layout
     from ..core.errors import ActionableError
     from ..metrics.scorers.mcd import MCD
     from ..metrics.scorers.mcd_report import sdr_group
+    from ..metrics.scorers.mgg import MGG
     from ..store import ArtifactStore
 
     try:
         layout = read_layout(Path(args.folder).expanduser())
     except LayoutError as exc:
         return _fail(SCORE, str(exc), "give a folder in the authors' layout (lmms-genbench sdp export writes one)")
-    scorer = {"preset": args.preset}
+    scorer: dict = {"preset": args.preset}
+    if args.resamples is not None:
+        scorer["bootstrap"] = {"resamples": args.resamples}
     chains = import_layout(layout, ArtifactStore(args.artifacts), scorer)
     G = min(layout.generations.values())  # a longer direction is scored on its first G, as any chain
     records = [MCD.record({"source": "layout"}, dataclasses.replace(c, length=G).to_json()) for c in chains]
     try:
+        mgg = _mgg_records(layout, chains, args.geneval) if args.geneval else []
         report = MCD.report(records)
-    except ActionableError as exc:
+        names = [n for n in MCD.metric_names(G, MCD.task_settings(scorer)) if not n.endswith("_stderr")]
+        values = {n: _number(report.get(n)) for n in names}
+        if mgg:
+            mgg_report = MGG.report(mgg)
+            length = mgg[0].length
+            values.update({n: _number(mgg_report.get(n)) for n in MGG.metric_names(length, MGG.task_settings(scorer))
+                           if not n.endswith("_stderr")})
+    except (ActionableError, LayoutError) as exc:
         return _fail(SCORE, str(exc))
-    names = [n for n in MCD.metric_names(G, MCD.task_settings(scorer)) if not n.endswith("_stderr")]
-    values = {n: _number(report.get(n)) for n in names}
     reasons = report.get("sdr_failures") or {}
     for name, value in values.items():
         shown = f"{value:.6f}" if isinstance(value, float) else "null" if value is None else str(value)
@@ -117,6 +128,30 @@ def run_score(args: argparse.Namespace) -> int:
     write_json(args.json, {"folder": str(layout.root), "generations": layout.generations, "metrics": values,
                            "sdr_failures": reasons})
     return EXIT_OK
+
+
+def _mgg_records(layout, chains, metadata: str) -> list:
+    """The MGG scorer's records of the layout's text-first chains, each judged against the
+    GenEval entry its file names (``<line>.png``: the entry's place in ``metadata``)."""
+    from ..analysis.sdp_layout import LayoutError
+    from ..data.sdp import load_geneval_docs
+    from ..metrics.scorers.mgg import MGG
+
+    try:
+        docs = load_geneval_docs(metadata, warn_if_not_geneval=False)
+    except (OSError, ValueError) as exc:
+        raise LayoutError(f"{metadata}: {exc}") from None
+    out = []
+    for chain in chains:
+        if chain.direction != "text_first":
+            continue
+        stem = chain.chain_id.split("#")[0]
+        if not stem.isdigit() or int(stem) >= len(docs):
+            raise LayoutError(f"{layout.root}/text-first: {stem}.png names no entry of {metadata} ({len(docs)} entries)")
+        out.append(MGG.record(docs[int(stem)], chain.to_json()))
+    if not out:
+        raise LayoutError(f"{layout.root}: no text-first chains to judge with --geneval")
+    return out
 
 
 def _number(value):
@@ -136,4 +171,8 @@ def add_actions(actions: argparse._SubParsersAction, command) -> None:
                        help="the MCD scorer's encoders: paper (MPNet, CLIP ViT-B/32, DINO) or smoke (tiny, offline)")
     score.add_argument("--artifacts", default=None, metavar="STORE",
                        help="store the chains are copied into (default: $LMMS_GENBENCH_ARTIFACTS or ~/.cache/lmms_genbench/artifacts)")
+    score.add_argument("--geneval", default=None, metavar="METADATA",
+                       help="GenEval's evaluation_metadata.jsonl: also MGG of the text-first images, named <line>.png")
+    score.add_argument("--resamples", type=int, default=None, metavar="N",
+                       help="bootstrap resamples of the intervals (default 1000; 0: none; SDR refits each)")
     score.add_argument("--json", metavar="FILE", default=None, help="also write the scores as JSON")

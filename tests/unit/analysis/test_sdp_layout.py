@@ -48,7 +48,7 @@ def test_export_writes_their_folders_files_and_columns(tmp_path):
     assert sorted(p.name for p in (root / "image-first" / "gen-0").iterdir()) == ["0013ea2087020901.png", "skimage_astronaut.png"]
     layout = read_layout(root)
     assert layout.chains["text_first"]["skimage_astronaut.png"][4] == "d0 é"
-    assert layout_filename("a/b c") == "a_b_c.png"
+    assert layout_filename("a/b c") == "a_b_c.png" and layout_filename("geneval/00012") == "12.png"  # mgg.py's name
     with pytest.raises(LayoutError, match="not empty"):
         export_chains([], root)
 
