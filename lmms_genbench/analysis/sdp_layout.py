@@ -104,7 +104,8 @@ def export_chains(chains: Iterable[Chain], out: Path) -> ExportResult:
         for chain in group:
             name = layout_filename(_pair_id(chain))
             if name in names:
-                raise LayoutError(f"pairs {_pair_id(names[name])!r} and {_pair_id(chain)!r} both export as {name}")
+                raise LayoutError(f"pairs {_pair_id(names[name])!r} and {_pair_id(chain)!r} both export as {name} "
+                                  f"(a store folder with several tasks' chains? give the folder of one run's)")
             names[name] = chain
         G = min(c.length for c in group)
         _write_direction(out / FOLDERS[direction], direction, dict(sorted(names.items())), G)

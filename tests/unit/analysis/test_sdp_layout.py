@@ -73,3 +73,15 @@ def test_a_malformed_layout_is_named_in_one_line_and_nothing_is_scored(tmp_path,
     lines = out.err.strip().splitlines()
     assert len(lines) == 1 and named in lines[0] and lines[0].startswith("lmms-genbench sdp score: error: "), out.err
     assert not (tmp_path / "scored").exists()  # nothing stored, nothing scored
+
+
+def test_export_from_a_store_folder_equals_the_export_of_its_chains(tmp_path, capsys):
+    _, root = _export(tmp_path)  # the store tmp_path/art: both directions and a short chain
+    assert main(["sdp", "export", str(tmp_path / "art"), str(tmp_path / "again")]) == 0
+    out = capsys.readouterr()
+    assert "text_first: 2 chains, generations 0..4" in out.out and "left out" in out.err
+    for path in sorted(root.rglob("*")):
+        twin = tmp_path / "again" / path.relative_to(root)
+        assert twin.exists() and (path.is_dir() or twin.read_bytes() == path.read_bytes()), path
+    assert main(["sdp", "export", str(tmp_path / "nothing"), str(tmp_path / "x")]) == 1
+    assert capsys.readouterr().err.startswith("lmms-genbench sdp export: error: ")
