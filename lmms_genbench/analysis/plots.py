@@ -4,7 +4,8 @@ Reads ``<output_path>/<date>_results.json`` files written by lmms-eval. Per task
 ``results[<task>]`` holds keys ``"<metric>,<filter>"``; this module reads
 
 * ``s_<mapping>@<g>`` (Semantic Drift Protocol, :mod:`lmms_genbench.metrics.scorers.mcd`):
-  S_δ(g) per mapping δ and generation g;
+  S_δ(g) per mapping δ and generation g, and ``sdr_{a,b,c}_<mapping>``, the Semantic Drift
+  Rate's fit ``a * exp(-b * g) + c``, drawn dashed over the curve where it was made;
 * ``mgg_<tag>@<g>``: GenEval accuracy per tag and generation (the MGG heatmap; the
   tags of :data:`lmms_genbench.metrics.functional.geneval.TAGS` first, any other tag after).
 
@@ -66,6 +67,7 @@ class RunResults:
         label: legend label (from the user or :func:`label_from_config`).
         curves: mapping -> {g: S_δ(g)}, ascending g; only mappings with data.
         mgg: tag -> {g: accuracy}; empty when the task has no ``mgg_*`` keys.
+        fits: mapping -> SDR's (a, b, c) fitted to its curve; only mappings with a fit.
     """
 
     path: Path
@@ -73,6 +75,7 @@ class RunResults:
     label: str
     curves: dict[str, dict[int, float]] = field(default_factory=dict)
     mgg: dict[str, dict[int, float]] = field(default_factory=dict)
+    fits: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -103,6 +106,16 @@ def _series(metrics: Mapping[str, Any], pattern: re.Pattern[str]) -> dict[str, d
         if match and number is not None:
             out.setdefault(match.group(1), {})[int(match.group(2))] = number
     return {name: dict(sorted(points.items())) for name, points in out.items()}
+
+
+def _fits(metrics: Mapping[str, Any], curves: Mapping[str, Any]) -> dict[str, tuple[float, float, float]]:
+    """SDR's (a, b, c) per mapping with a curve, where all three are numbers (null: no fit)."""
+    out = {}
+    for mapping in curves:
+        params = [finite_or_none(metrics.get(f"sdr_{p}_{mapping}")) for p in "abc"]
+        if all(v is not None for v in params):
+            out[mapping] = (params[0], params[1], params[2])
+    return out
 
 
 def load_results(path: str | os.PathLike[str], label: str | None = None) -> list[RunResults]:
@@ -136,7 +149,7 @@ def load_results(path: str | os.PathLike[str], label: str | None = None) -> list
         # known tags in GenEval's order; unknown ones (a later "overall"?) after them
         mgg = {t: mgg[t] for t in [*TAGS, *sorted(set(mgg) - set(TAGS))] if t in mgg}
         if curves or mgg:
-            runs.append(RunResults(path, str(task), label, curves, mgg))
+            runs.append(RunResults(path, str(task), label, curves, mgg, _fits(metrics, curves)))
     if not runs:
         tasks = ", ".join(map(str, data["results"])) or "none"
         raise ResultsError(
@@ -144,7 +157,7 @@ def load_results(path: str | os.PathLike[str], label: str | None = None) -> list
             f"(tasks: {tasks})"
         )
     if len(runs) > 1:
-        runs = [RunResults(r.path, r.task, f"{r.label} [{r.task}]", r.curves, r.mgg) for r in runs]
+        runs = [RunResults(r.path, r.task, f"{r.label} [{r.task}]", r.curves, r.mgg, r.fits) for r in runs]
     return runs
 
 
@@ -184,6 +197,8 @@ def draw_drift_curves(runs: Sequence[RunResults], out_file: str | os.PathLike[st
                 # fixed colour per run across panels, even where a run lacks a mapping
                 ax.plot(list(points), list(points.values()), marker="o", color=f"C{i % 10}",
                         label=run.label)
+            if points and mapping in run.fits:
+                _draw_fit(ax, run.fits[mapping], list(points), f"C{i % 10}")
         ax.set_title(f"δ = {mapping}")
         ax.set_xlabel("generation g")
         ax.set_ylabel("S_δ(g)")
@@ -203,9 +218,22 @@ def draw_drift_curves(runs: Sequence[RunResults], out_file: str | os.PathLike[st
     labels = [r.label for r, h in zip(runs, handles) if h is not None]
     fig.legend([h for h in handles if h is not None], labels, loc="outside lower center",
                ncols=min(len(labels), 2), fontsize="small")
-    fig.suptitle("Semantic drift: similarity to the input per generation")
+    fitted = " (dashed: SDR's fit a·exp(-b·g) + c)" if any(r.fits for r in runs) else ""
+    fig.suptitle("Semantic drift: similarity to the input per generation" + fitted)
     fig.savefig(out_file)
     return [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def _draw_fit(ax: Any, params: tuple[float, float, float], gens: Sequence[int], colour: str) -> None:
+    """SDR's fitted decay, dashed, over the generations the curve covers (no legend entry)."""
+    import numpy as np
+
+    from ..metrics.functional.sdr import exp_decay
+
+    x = np.linspace(min(gens), max(gens), 100)
+    a, b, c = params
+    with np.errstate(all="ignore"):
+        ax.plot(x, exp_decay(x, a, b, c), linestyle="--", linewidth=1, color=colour, label="_sdr_fit")
 
 
 def draw_similarity_curves(

@@ -1,4 +1,5 @@
-"""``lmms-genbench sdp {resample,fetch-geneval}``: data for the semantic drift tasks."""
+"""``lmms-genbench sdp {resample,fetch-geneval,export,score}``: data for the semantic drift tasks, and
+chains in the authors' folder layout (:mod:`.sdp_layout`)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     fetch = command(actions, _run_sdp_fetch_geneval, "fetch-geneval",
                     help="download GenEval's evaluation_metadata.jsonl (MIT) for sdp_geneval")
     fetch.add_argument("--out", default=None, metavar="FILE", help="target file (default: sdp_geneval's default path)")
+    from .sdp_layout import add_actions
+
+    add_actions(actions, command)

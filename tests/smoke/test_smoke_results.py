@@ -84,10 +84,13 @@ def test_logged_samples_hold_each_doc_once(smoke_run):
     for task in SMOKE_TASKS:
         path = glob.glob(str(smoke_run.out / "**" / f"*_samples_{task}.jsonl"), recursive=True)[0]
         lines = Path(path).read_text().splitlines()
-        per_doc = sum(len(line.encode()) for line in lines) / len(lines)
-        assert per_doc < 1756, (task, per_doc)  # >= 10x smaller than 17,562 bytes
-        sample = json.loads(lines[0])
         metrics = [m["metric"] for m in smoke_run.results["configs"][task]["metric_list"]]
+        # each metric's "ok" costs its name (sdp_smoke lists 62 metrics since SDR): the rest, the
+        # chain's address once, is >= 10x smaller than 17,562 bytes
+        statuses = sum(len(f'"{m}": "ok", '.encode()) for m in metrics)
+        per_doc = sum(len(line.encode()) for line in lines) / len(lines) - statuses
+        assert per_doc < 1756, (task, per_doc)
+        sample = json.loads(lines[0])
         assert all(sample[m] == "ok" for m in metrics)
 
 
@@ -199,3 +202,19 @@ def test_report_of_the_smoke_run_opens_in_chromium(smoke_run, tmp_path):
     with Image.open(tmp_path / "report.png") as shot:
         assert shot.size == (1400, 1000)
     print(f"screenshots: {tmp_path / 'report.png'} {tmp_path / 'report-gallery.png'}")
+
+
+def test_sdp_smoke_reports_sdr_null_with_its_reason_and_b_lower_is_better(smoke_run):
+    """Two generations per mapping cannot fit a three-parameter decay: SDR is null in the
+    results, and the report says why for each fit; the results say b is better lower."""
+    path, _ = results_file(smoke_run.out)
+    data = _strict(path)
+    results = data["results"]["sdp_smoke"]
+    assert all(results[f"sdr_{p},none"] is None for p in "abc")
+    assert results["sdr_b_text->text,none"] is None and results["sdr_avg_curve_b,none"] is None
+    assert data["higher_is_better"]["sdp_smoke"]["sdr_b"] is False
+    assert data["higher_is_better"]["sdp_smoke"]["sdr_c"] is True
+    report = _strict(next(smoke_run.art.rglob("*/mcd_report.json")))
+    assert report["summary"]["sdr_failures"]["text->text"] == "fewer than 3 generations"
+    assert report["summary"]["sdr_failure_reasons"] == {"4 of 4 mapping fits failed": 1, "fewer than 3 generations": 5}
+    assert report["null_reasons"]["/summary/sdr_b"] == "no SDR fit: 4 of 4 mapping fits failed"

@@ -95,7 +95,7 @@ def mismatches(now: dict[str, dict[str, float]], pinned: dict, rel: float) -> li
             bad.append(f"{task}: keys differ: {sorted(set(got) ^ set(values))}")
             continue
         for key, value in values.items():
-            if value is None or got[key] is None:  # a null score (its reason beside it) is pinned as null
+            if value is None or got[key] is None:  # pinned null (SDR of 2 generations): null now too
                 if value is not got[key]:
                     bad.append(f"{task}/{key}: {got[key]!r} vs pinned {value!r}")
                 continue

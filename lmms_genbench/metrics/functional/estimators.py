@@ -1,4 +1,4 @@
-"""Estimators: a headline score as a small JSON spec applied to a per-doc table. Numpy only.
+"""Estimators: a headline score as a small JSON spec applied to a per-doc table. Numpy and scipy.
 
 A headline score is an *estimator* applied to a per-doc table: columns of equal
 length, one row per scored doc (a chain), numbers (``None``/NaN: the doc has no value) or short
@@ -20,7 +20,12 @@ or compare two runs doc by doc:
 * ``{"kind": "ece", "confidence": c, "correct": c, "bins": 10}``: ChEF's equal-mass ECE, and
   ``"ece_width"``: equal-width ECE on [0, 1];
 * ``{"kind": "circular", "column": c, "group": g}``: share of groups whose every doc is right
-  (MMBench's CircularEval).
+  (MMBench's CircularEval);
+* ``{"kind": "decay", "param": "a"|"b"|"c", "of": "fit"|"mean"|"avg_curve", "curves": [{"generations":
+  [g...], "columns": [c...]}, ...]}``: the Semantic Drift Rate (:mod:`.sdr`): each curve is the
+  column means at its generations, fitted with ``a * exp(-b * g) + c``; ``fit``: the one curve's
+  parameter, ``mean``: the mean over the curves' fits (NaN if one fails), ``avg_curve``: the fit
+  of the curves averaged after cutting them to the shortest, over x = 1..n.
 
 Every spec may also say how docs are resampled: ``"strata"`` (a label column or a list of
 them: each stratum is resampled with its own size, a stratified bootstrap; a ``macro`` spec is
@@ -28,8 +33,8 @@ stratified by its ``by`` unless it says otherwise) and ``"cluster"`` (a label co
 clusters are resampled, e.g. the rotated copies of one MMBench question); :mod:`.bootstrap`
 reads them.
 
-ChEF's statistics are those of :mod:`.chef` (its ``*_weighted`` forms and ratios), so a
-score and its resamples come from one implementation.
+ChEF's statistics are those of :mod:`.chef` (its ``*_weighted`` forms and ratios), and SDR's
+fits those of :mod:`.sdr`, so a score and its resamples come from one implementation.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from . import chef
+from . import chef, sdr
 
 __all__ = ["ESTIMATORS", "Estimator", "Table", "as_table", "check_spec", "doc_table", "estimate", "estimator_of"]
 
@@ -243,6 +248,37 @@ def _circular(table: Table, weights: np.ndarray, spec: Mapping[str, Any]) -> np.
     return chef.circular_accuracy_weighted(group_of.astype(np.int64), right, weights)
 
 
+def _curve_fits(table: Table, weights: np.ndarray, curve: Mapping[str, Any]) -> np.ndarray:
+    """(B, 3) fitted parameters of one curve's resampled column means (memoised per block:
+    SDR's a, b and c, its mean and the averaged curve share each curve's fits)."""
+    memo = table.per_block(weights)
+    key = ("decay", tuple(curve["columns"]))
+    if key not in memo:
+        memo[key] = sdr.fit_rows(curve["generations"], _curve_means(table, weights, curve))
+    return memo[key]
+
+
+def _curve_means(table: Table, weights: np.ndarray, curve: Mapping[str, Any]) -> np.ndarray:
+    return np.stack([_column_mean(table, weights, c) for c in curve["columns"]], axis=1)
+
+
+def _decay(table: Table, weights: np.ndarray, spec: Mapping[str, Any]) -> np.ndarray:
+    column = sdr.PARAMS.index(spec["param"])
+    curves = spec["curves"]
+    if spec["of"] == "fit":
+        return _curve_fits(table, weights, curves[0])[:, column]
+    if spec["of"] == "mean":
+        return np.mean(np.stack([_curve_fits(table, weights, c) for c in curves]), axis=0)[:, column]
+    memo = table.per_block(weights)
+    key = ("decay-avg", tuple(tuple(c["columns"]) for c in curves))
+    if key not in memo:
+        means = [_curve_means(table, weights, c) for c in curves]
+        n = min(m.shape[1] for m in means)
+        avg = np.mean(np.stack([m[:, :n] for m in means]), axis=0)
+        memo[key] = sdr.fit_rows(np.arange(1, n + 1), avg)
+    return memo[key][:, column]
+
+
 ESTIMATORS: dict[str, Estimator] = {
     "mean": _mean,
     "macro": _macro,
@@ -252,6 +288,7 @@ ESTIMATORS: dict[str, Estimator] = {
     "ece": _ece,
     "ece_width": _ece_width,
     "circular": _circular,
+    "decay": _decay,
 }
 _REQUIRED = {
     "mean": ("column",),
@@ -262,6 +299,7 @@ _REQUIRED = {
     "ece": ("confidence", "correct"),
     "ece_width": ("confidence", "correct"),
     "circular": ("column", "group"),
+    "decay": ("param", "of", "curves"),
 }
 _POPE_STATS = ("accuracy", "precision", "recall", "f1", "yes_ratio")
 
@@ -280,6 +318,10 @@ def check_spec(spec: Any) -> Mapping[str, Any]:
         raise ValueError(f"ratio formula must be one of {sorted(_RATIOS)}, got {spec['formula']!r}")
     if kind == "pope" and spec["stat"] not in _POPE_STATS:
         raise ValueError(f"pope stat must be one of {_POPE_STATS}, got {spec['stat']!r}")
+    if kind == "decay" and (spec["param"] not in sdr.PARAMS or spec["of"] not in ("fit", "mean", "avg_curve")
+                            or not spec["curves"] or (spec["of"] == "fit" and len(spec["curves"]) != 1)):
+        raise ValueError(f"a 'decay' estimator needs param in {sdr.PARAMS}, of in ('fit', 'mean', 'avg_curve') "
+                         f"and curves (one for 'fit'), got {dict(spec)!r}")
     if kind == "avg":
         for sub in spec["of"]:
             check_spec(sub)

@@ -50,7 +50,7 @@ from ..networks.encoders import LONG_TEXT_MODES
 from ...core.progress import progress
 from .base import ChainScorer, with_stderr
 from .blocks import parallel_blocks, scoring_workers, unit_rows
-from .mcd_report import DIRECTIONS, DriftSums, drift_estimators, drift_report, source_table
+from .mcd_report import DIRECTIONS, DriftSums, drift_estimators, drift_report, sdr_group, sdr_names, source_table
 from .records import ChainRecord, doc_means
 from .settings import resolve_device_and_batch, resolve_dtype
 from .stored import FEATURES, FeatureSource, network_identity
@@ -260,6 +260,14 @@ class MCDScorer(ChainScorer):
     def estimators(self, report: Mapping[str, Any], settings: DriftSettings) -> dict[str, dict[str, Any]]:
         return drift_estimators(report)
 
+    def null_reason(self, pointer: str, report: Mapping[str, Any]) -> str:
+        """An SDR value is null for its fit's reason (``sdr_failures``); others: no data."""
+        group = sdr_group(pointer.rsplit("/", 1)[-1]) if pointer.startswith("/summary/") else None
+        reason = (report.get("sdr_failures") or {}).get(group) if group else None
+        if reason:
+            return f"no SDR fit: {reason}"
+        return super().null_reason(pointer, report)
+
     def host_scores(self, report: Mapping[str, Any]) -> tuple[str, dict[str, tuple[float, str | None]]]:
         """Each chain's MCD: the mean of its own two mappings' MCD, clustered by its source.
         Their mean over chains is MCD_avg when both directions have as many chains."""
@@ -277,8 +285,10 @@ class MCDScorer(ChainScorer):
             same_modality = m.split("->")[0] == m.split("->")[1]
             names += [f"s_{m}@{g}" for g in range(1, length + 1) if (g % 2 == 0) == same_modality]
         names += [f"mcd_avg_{s}" for s in settings.get("sources") or ()]
-        # MCD per mapping, MCD_avg and each source's: ± (bootstrap) in lmms-eval's table
-        return with_stderr(names, [f"mcd_{m}" for m in MAPPINGS] + [n for n in names if n.startswith("mcd_avg")])
+        names += sdr_names()
+        # MCD per mapping, MCD_avg and each source's, SDR's parameters: ± (bootstrap) in lmms-eval's table
+        return with_stderr(names, [f"mcd_{m}" for m in MAPPINGS] + [n for n in names if n.startswith("mcd_avg")]
+                           + sdr_names())
 
     def score(self, records: Sequence[ChainRecord], settings: DriftSettings, length: int) -> dict[str, Any]:
         """A flat report.

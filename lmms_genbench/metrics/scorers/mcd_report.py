@@ -9,6 +9,7 @@ and encoded by :mod:`lmms_genbench.metrics.scorers.mcd`.
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,12 +19,16 @@ import numpy as np
 
 from ..functional.drift import MAPPINGS, DriftStats
 from ..functional.intervals import doc_table
+from ..functional.sdr import PARAMS, sdr
 
-__all__ = ["DIRECTIONS", "TEXT_COUNTS", "DriftSums", "doc_scores", "drift_estimators", "drift_report", "source_table"]
+__all__ = ["DIRECTIONS", "SDR_GROUPS", "TEXT_COUNTS", "DriftSums", "doc_scores", "drift_estimators", "drift_report",
+           "sdr_group", "sdr_names", "source_table"]
 
 logger = logging.getLogger(__name__)
 
 DIRECTIONS = ("text_first", "image_first")
+#: SDR's fits: one per mapping, their mean ("sdr") and the averaged curve's ("avg_curve")
+SDR_GROUPS = (*MAPPINGS, "sdr", "avg_curve")
 #: texts the CLIP and sentence text towers saw and cut, reported beside the scores
 TEXT_COUNTS = ("n_clip_texts", "n_clip_truncated", "n_clip_chunked", "n_sentence_texts", "n_sentence_truncated")
 
@@ -50,10 +55,8 @@ class DriftSums:
         sources = [c.source for c in chunk]
         groups = {s: [i for i, x in enumerate(sources) if x == s] for s in dict.fromkeys(sources)}
         for mapping, sims in rows.items():
-            src, dst = mapping.split("->")
-            offset = 2 if src == dst else 1  # same modality: g = 2, 4, …
             for j in range(sims.shape[1]):
-                g = offset + 2 * j
+                g = _generation(mapping, j)
                 self.total.update(mapping, g, sims[:, j])
                 for s, idx in groups.items():
                     self.per_source.setdefault(s, DriftStats()).update(mapping, g, sims[idx, j])
@@ -69,6 +72,7 @@ def drift_report(
     report: dict[str, Any] = {}
     _stats_keys(report, sums.total, "")
     report["mcd_avg_n_mappings"] = len(sums.total.mappings())
+    _sdr_keys(report, sums.total)
     for source in sorted(set(sums.n_scored) | set(n_failed)):
         _stats_keys(report, sums.per_source.get(source, DriftStats()), f"_{source}")
         report[f"n_scored_{source}"] = sums.n_scored[source]
@@ -95,6 +99,38 @@ def drift_report(
     return report
 
 
+def sdr_names() -> list[str]:
+    """SDR's metrics: ``sdr_<p>_<mapping>``, ``sdr_<p>`` (their mean), ``sdr_avg_curve_<p>``."""
+    return [_sdr_name(p, group) for group in SDR_GROUPS for p in PARAMS]
+
+
+def sdr_group(name: str) -> str | None:
+    """The fit (a mapping, ``"sdr"``, ``"avg_curve"``) an SDR metric comes from; None if not SDR's."""
+    return next((g for g in SDR_GROUPS for p in PARAMS if _sdr_name(p, g) == name), None)
+
+
+def _sdr_name(param: str, group: str) -> str:
+    return {"sdr": f"sdr_{param}", "avg_curve": f"sdr_avg_curve_{param}"}.get(group, f"sdr_{param}_{group}")
+
+
+def _sdr_keys(report: dict[str, Any], stats: DriftStats) -> None:
+    """SDR over the S_δ(g) curves (:mod:`~lmms_genbench.metrics.functional.sdr`): its values,
+    NaN with the reason under ``sdr_failures`` (group -> reason; counted per reason in
+    ``sdr_failure_reasons``) where a fit cannot be made; ``sdr_n_mappings`` fitted curves."""
+    result = sdr({m: stats.curve(m) for m in stats.mappings()})
+    report.update(result.values())
+    for group in SDR_GROUPS:  # a mapping without chains has no curve at all
+        if group in MAPPINGS and group not in result.fits:
+            report.update({_sdr_name(p, group): math.nan for p in PARAMS})
+    failures = result.reasons()
+    failures.update({m: "no chains of this mapping were scored" for m in MAPPINGS if m not in result.fits})
+    report["sdr_n_mappings"] = len(result.fits)
+    report["sdr_failures"] = {g: failures[g] for g in SDR_GROUPS if g in failures}
+    report["sdr_failure_reasons"] = dict(sorted(Counter(failures.values()).items()))
+    if failures:
+        logger.info("SDR: no fit for %s", "; ".join(f"{g}: {r}" for g, r in report["sdr_failures"].items()))
+
+
 def doc_scores(blocks: Sequence[tuple[Sequence[Any], Mapping[str, np.ndarray]]]) -> dict[str, Any]:
     """Each scored chain's MCD per mapping (its mean similarity over its generations; NaN for
     the mappings of the other direction), direction and source (``report["doc_scores"]``).
@@ -103,13 +139,27 @@ def doc_scores(blocks: Sequence[tuple[Sequence[Any], Mapping[str, np.ndarray]]])
     ids: list[str] = []
     columns: dict[str, list[Any]] = {f"mcd_{m}": [] for m in MAPPINGS}
     columns.update(direction=[], source=[])
+    per_g: dict[str, list[Any]] = {}  # s_<mapping>@<g>: SDR's curves, resampled
     for chunk, rows in blocks:
+        done = len(ids)
         ids += [c.chain_id for c in chunk]
         for m in MAPPINGS:
             columns[f"mcd_{m}"] += rows[m].mean(axis=1).tolist() if m in rows else [None] * len(chunk)
+        for m, sims in rows.items():
+            for j in range(sims.shape[1]):
+                column = per_g.setdefault(f"s_{m}@{_generation(m, j)}", [None] * done)
+                column += sims[:, j].tolist()
+        for column in per_g.values():
+            column += [None] * (len(ids) - len(column))
         columns["direction"] += [c.direction for c in chunk]
         columns["source"] += [c.source for c in chunk]
-    return doc_table(ids, columns)
+    return doc_table(ids, {**columns, **dict(sorted(per_g.items()))})
+
+
+def _generation(mapping: str, j: int) -> int:
+    """The g of a mapping's j-th scored generation: 2, 4, … within a modality, 1, 3, … across."""
+    src, dst = mapping.split("->")
+    return (2 if src == dst else 1) + 2 * j
 
 
 def _mapping_means(where: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
@@ -129,6 +179,28 @@ def drift_estimators(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for m, spec in zip(MAPPINGS, by_source):
             specs[f"mcd_{m}_{source}"] = {**spec, "strata": ["source", "direction"]}
         specs[f"mcd_avg_{source}"] = {"kind": "avg", "of": by_source, "strata": ["source", "direction"]}
+    specs.update(sdr_estimators(report["doc_scores"]["columns"]))
+    return specs
+
+
+def sdr_estimators(columns: Mapping[str, Sequence[Any]]) -> dict[str, dict[str, Any]]:
+    """SDR's parameters refitted on resampled curves (chains resampled within each direction),
+    for the curves the doc table has; every fit of a resample is shared by the specs."""
+    curves = {}
+    for m in MAPPINGS:
+        gens = sorted(int(k.split("@")[1]) for k in columns if k.startswith(f"s_{m}@"))
+        if gens:
+            curves[m] = {"generations": gens, "columns": [f"s_{m}@{g}" for g in gens]}
+    specs: dict[str, dict[str, Any]] = {}
+    if not curves:
+        return specs
+    for p in PARAMS:
+        for m, curve in curves.items():
+            specs[_sdr_name(p, m)] = {"kind": "decay", "param": p, "of": "fit", "curves": [curve], "strata": "direction"}
+        for group in ("sdr", "avg_curve"):
+            of = "mean" if group == "sdr" else group
+            specs[_sdr_name(p, group)] = {"kind": "decay", "param": p, "of": of, "curves": list(curves.values()),
+                                          "strata": "direction"}
     return specs
 
 

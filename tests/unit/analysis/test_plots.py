@@ -226,3 +226,28 @@ def test_similarity_curves_draw_one_line_per_run_and_refuse_an_empty_set(tmp_pat
         assert img.size == (700, 420)
     with pytest.raises(ValueError, match="no run has values"):
         draw_similarity_curves([("empty", {})], out)
+
+
+def test_sdr_fits_are_drawn_dashed_over_their_curves_and_null_ones_are_not(tmp_path):
+    from matplotlib.figure import Figure
+
+    results = _task_results(1.0, generations=8)
+    results.update({"sdr_a_text->text,none": 0.5, "sdr_b_text->text,none": 0.2, "sdr_c_text->text,none": 0.3,
+                    "sdr_a_image->text,none": None, "sdr_b_image->text,none": None, "sdr_c_image->text,none": None})
+    run = load_results(_write(tmp_path / "r_results.json", results))[0]
+    assert run.fits == {"text->text": (0.5, 0.2, 0.3)}  # a null fit (no SDR) draws nothing
+    drawn = []
+    real = Figure.savefig
+    Figure.savefig = lambda fig, *a, **k: drawn.append(fig) or real(fig, *a, **k)
+    try:
+        from lmms_genbench.analysis.plots import draw_drift_curves
+
+        labels = draw_drift_curves([run], tmp_path / "c.png")
+    finally:
+        Figure.savefig = real
+    assert labels == [run.label]  # the fit has no legend entry of its own
+    dashed = [ln for ax in drawn[0].axes for ln in ax.lines if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1 and dashed[0].get_xdata()[0] == 2 and dashed[0].get_xdata()[-1] == 8
+    assert dashed[0].get_ydata()[0] == pytest.approx(0.5 * np.exp(-0.4) + 0.3)
+    assert "SDR" in drawn[0].get_suptitle()
+    _check_png(tmp_path / "c.png")

@@ -26,7 +26,7 @@ def test_metric_names_follow_the_generations_each_mapping_uses():
     names = MCD.metric_names(4, {"sources": ["s1"]})
     assert [n for n in names if n.startswith("s_text->text")] == ["s_text->text@2", "s_text->text@4"]
     assert [n for n in names if n.startswith("s_image->text")] == ["s_image->text@1", "s_image->text@3"]
-    assert "mcd_avg_s1" in names and len(MCD.metric_names(20, {"sources": ["nocaps", "docci"]})) == 7 + 40 + 2 + 7
+    assert "mcd_avg_s1" in names and len(MCD.metric_names(20, {"sources": ["nocaps", "docci"]})) == 7 + 40 + 2 + 7 + 36
     # each MCD, MCD_avg and per-source MCD_avg is followed by its bootstrap stderr (lmms-eval's ±)
     assert names[names.index("mcd_avg_s1") + 1] == "mcd_avg_s1_stderr"
     assert names[names.index("mcd_text->text") + 1] == "mcd_text->text_stderr"
