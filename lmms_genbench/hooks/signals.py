@@ -71,33 +71,42 @@ def _install() -> dict | None:
     if signal.getsignal(signal.SIGTERM) is handler:
         return None
     before = {s: signal.signal(s, handler) for s in SIGNALS}
-    _count_deliveries()
+    before["wakeup"] = _take_wakeup_fd()
     return before
 
 
-def _count_deliveries() -> None:
-    """The thread that counts signals as the C-level handler sees them (module docstring),
-    started once per process; left out when something else (an asyncio loop) owns the wakeup fd."""
+def _counting_pipe() -> int:
+    """The write end of the pipe the counting thread reads (module docstring), made once per process."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)  # the C-level handler must never block on it
+    threading.Thread(target=_deliveries, args=(read,), name="genbench-signals", daemon=True).start()
+    return write
+
+
+def _take_wakeup_fd() -> int | None:
+    """Point the process's wakeup fd at the counting thread's pipe; what it was before, or None
+    when it is left alone (something else, an asyncio loop, holds it: the Python handler still
+    counts, on the main thread)."""
     from ..core import state
 
-    def start():
-        read, write = os.pipe()
-        os.set_blocking(write, False)
-        try:
-            previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
-        except (ValueError, OSError):
-            previous = None
-        if previous != -1:  # not ours to take: give it back, the Python handler still counts
-            if previous is not None:
-                signal.set_wakeup_fd(previous)
-            os.close(read)
-            os.close(write)
-            return None
-        thread = threading.Thread(target=_deliveries, args=(read,), name="genbench-signals", daemon=True)
-        thread.start()
-        return thread
+    write = state.slot("signal_wakeup", _counting_pipe)
+    try:
+        previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        return None
+    if previous not in (-1, write):  # not ours to take
+        signal.set_wakeup_fd(previous)
+        return None
+    return previous
 
-    state.slot("signal_wakeup", start)
+
+def _restore(before: dict) -> None:
+    """The handlers and wakeup fd :func:`_install` replaced (main thread)."""
+    previous = before.pop("wakeup", None)
+    for s, handler_before in before.items():
+        signal.signal(s, handler_before)
+    if previous is not None:
+        signal.set_wakeup_fd(previous)
 
 
 def _deliveries(read: int) -> None:
@@ -142,8 +151,7 @@ def handling() -> Iterator[None]:
         with now.lock:
             now.inside -= 1
         if before is not None and not now.kept:
-            for s, previous in before.items():
-                signal.signal(s, previous)
+            _restore(before)
 
 
 def keep() -> None:
