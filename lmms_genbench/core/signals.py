@@ -2,14 +2,16 @@
 (:mod:`lmms_genbench.hooks.signals`, which installs it) and the code that runs a protocol.
 
 The handler counts signals here (:func:`arrived`): the first asks the run to stop (raised at
-once as :class:`~lmms_genbench.core.errors.Interrupted`, or, inside :func:`deferred`, at the next
-:func:`checkpoint`); later ones while the run drains are ignored, except that the third ends the
-process at once. A describe call runs :func:`deferred`, so that answers an API already sent back
+once as :class:`~lmms_genbench.core.errors.Interrupted` inside a run's evaluation, or, inside
+:func:`deferred`, at the next :func:`checkpoint`; outside one, where nothing is queued to drain,
+it ends the process at once); later ones while the run drains are ignored, except that the third
+ends the process at once. A describe call runs :func:`deferred`, so that answers an API already sent back
 are stored before the run stops. Nothing here touches the process's signal handlers.
 
-``$LMMS_GENBENCH_INTERRUPT_AT`` (tests only): ``<phase>[*<n>][:SIGINT]`` makes the run send itself
-``n`` signals (SIGTERM unless named; the first at once, the others 0.3 s apart) when it reaches ``phase`` (``start``,
-``describe``, ``draw`` or ``score``: :func:`interrupt_at`), so a test stops a phase without racing it.
+``$LMMS_GENBENCH_INTERRUPT_AT`` (tests only): ``<phase>[*<n>][:SIGINT][:thread]`` makes the run send
+itself ``n`` signals (SIGTERM unless named; the first at once, the others 0.3 s apart, to a worker
+thread with ``:thread``, as the kernel may deliver them) when it reaches ``phase`` (:data:`PHASES`:
+:func:`interrupt_at`), so a test stops a phase without racing it.
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ from dataclasses import dataclass, field
 from . import state
 from .errors import Interrupted
 
-__all__ = ["INTERRUPT_AT_ENV", "Stop", "arrived", "checkpoint", "deferred", "interrupt_at", "requested", "stop"]
+__all__ = ["INTERRUPT_AT_ENV", "PHASES", "Stop", "arrived", "checkpoint", "deferred", "interrupt_at", "requested", "stop"]
 
 INTERRUPT_AT_ENV = "LMMS_GENBENCH_INTERRUPT_AT"
 #: the signal count that ends the process at once, drained or not
 HARD_STOP = 3
+#: the moments of a run ``$LMMS_GENBENCH_INTERRUPT_AT`` names, in order: the lmms-eval command's
+#: start (our entry point), task loading (the first TaskManager), simple_evaluate, our model's
+#: construction, describing, drawing, scoring, lmms-eval saving the results, its closing summary
+#: (the last one is sent by tests/support/slow_writes/sitecustomize.py, after the summary line)
+PHASES = ("startup", "tasks", "start", "model", "describe", "draw", "score", "save", "summary")
 
 
 @dataclass
@@ -41,6 +48,9 @@ class Stop:
     deferring: int = 0  # describe calls running inside deferred()
     raised: bool = False
     kept: bool = False  # the handler stays to the process's end (the lmms-eval command)
+    inside: int = 0  # evaluations of ours running (hooks.signals.handling): a first signal raises there
+    delivered: int = 0  # signals as the C-level handler saw them, whichever thread (hooks.signals)
+    exiting: bool = False  # one thread is ending the process: the others wait for it
     # reentrant: the handler runs on the main thread, possibly while that thread holds it
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
@@ -51,14 +61,18 @@ def stop() -> Stop:
 
 
 def arrived(signum: int) -> str:
-    """Count a signal; what the handler does with it: ``"raise"`` (the first, outside a
-    deferred call), ``"defer"`` (the first, inside one: raised at the next checkpoint),
-    ``"ignore"`` (a later one while the run drains) or ``"exit"`` (the third: end now)."""
+    """Count a signal; what the handler does with it: ``"raise"`` (the first, inside an
+    evaluation of ours and outside a deferred call), ``"defer"`` (the first, inside one: raised
+    at the next checkpoint), ``"ignore"`` (a later one while the run drains) or ``"exit"`` (the
+    third, or the first outside an evaluation of ours (start-up, saving, the closing summary),
+    where nothing is queued to drain and lmms-eval's own ``except`` clauses could catch it)."""
     now = stop()
     with now.lock:
         now.count += 1
         if now.count == 1:
             now.signum = int(signum)
+            if not now.inside:
+                return "exit"
             if now.deferring:
                 return "defer"
             now.raised = True
@@ -101,19 +115,23 @@ def interrupt_at(phase: str) -> None:
     """Tests only: send this process the signals ``$LMMS_GENBENCH_INTERRUPT_AT`` names when it
     reaches ``phase`` (the module docstring), once per process."""
     wanted = os.environ.get(INTERRUPT_AT_ENV, "")
-    name, _, how = wanted.partition(":")
+    name, *how = wanted.split(":")
+    how = {h.lower() for h in how}
     name, _, times = name.partition("*")
     sent = state.slot("facts", dict)
     if name != phase or sent.get(("interrupt_at", phase)):
         return
     sent[("interrupt_at", phase)] = True
-    signum = signal.SIGINT if how.upper() == "SIGINT" else signal.SIGTERM
+    signum = signal.SIGINT if "sigint" in how else signal.SIGTERM
     count = int(times or 1)
 
     def send_rest() -> None:  # while the first one's drain runs
         for _ in range(count - 1):
             time.sleep(0.3)
-            os.kill(os.getpid(), signum)
+            if "thread" in how:  # to this worker thread: the main thread is not woken by the kernel
+                signal.pthread_kill(threading.get_ident(), signum)
+            else:
+                os.kill(os.getpid(), signum)
 
     if count > 1:
         threading.Thread(target=send_rest, name="genbench-interrupt-at", daemon=True).start()

@@ -41,6 +41,8 @@ SLOTS = MappingProxyType({
                "log line, report and results file of the process, as the environment's keys are",
     "stop": "core.signals: the signals received and whether the first is held back; written by the one "
             "SIGTERM/SIGINT handler (hooks.signals), which Python runs between any two lines of the main thread",
+    "signal_wakeup": "hooks.signals: the pipe of the one thread that counts SIGTERM/SIGINT as the C-level handler "
+                     "sees them (signal.set_wakeup_fd), so that a third ends the process while the main thread is blocked",
     "calls": "hooks.call: how many of each call-scoped change are in place now (any thread), so that "
              "hooks.changed() finds them as it finds the lasting ones",
     "facts": "what the installed libraries and our own files say, read once: diffusers' dtype argument, "

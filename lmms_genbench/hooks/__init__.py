@@ -23,9 +23,10 @@ Hook = namedtuple("Hook", "target when scope why")
 
 TABLE = (
     Hook("sys.meta_path import watcher", "start-up",
-         "every process of the environment (wheel installs); acts on two lmms-eval modules",
+         "every process of the environment (the `lmms_genbench.pth` line of wheel and editable installs), else from "
+         "the entry point on; acts on two lmms-eval modules",
          "lmms-eval has no tasks entry point and `lmms-eval tasks list` never loads the models one: "
-         "the `lmms_genbench.pth` line installs the two import hooks below when their modules load"),
+         "the watcher installs the two import hooks below when their modules load"),
     Hook("lmms_eval.models.AVAILABLE_SIMPLE_MODELS", "import",
          "adds the names cycle, t2i, chef (a built-in name keeps its class)",
          "`lmms-eval models` prints this static table, not the registry the entry point fills"),
@@ -47,18 +48,17 @@ TABLE = (
          "our model types built by a smoke preset (cycle's preset=smoke), OMP_NUM_THREADS unset",
          "tiny random-weight networks only contend for extra threads"),
     Hook("signal.signal SIGTERM SIGINT", "run",
-         "runs of --model cycle, t2i, chef (main thread), from the model's construction; to the process's end under "
-         "the lmms-eval command",
-         "a stop in any phase drains queued store writes and ends in one line, exit 128 + signal; the one handler"),
+         "runs of --model cycle, t2i, chef (main thread): under the lmms-eval command from the entry point to the "
+         "process's end, else for simple_evaluate; with signal.set_wakeup_fd, when nothing else holds it",
+         "a stop in any phase drains queued store writes and ends in one line, exit 128 + signal; the one handler; "
+         "a third signal ends the process whichever thread the kernel gave it to"),
     Hook("logging.setLogRecordFactory", "run", "runs of our model types or tasks; acts on loggers lmms_genbench.*",
          "a file name, dataset field or answer in our log lines shows control characters and bidi overrides as escapes"),
     Hook("lmms_eval.evaluator.simple_evaluate", "import",
-         "runs of --model cycle, t2i, chef: the signal handler from the model's construction; keys in --model_args",
-         "a signal at start-up ends in the run's line; lmms-eval writes --model_args into the results file and "
-         "its redaction misses dotted keys (describer.api_key=...)"),
-    Hook("lmms_eval.__main__.cli_evaluate_single", "import",
-         "the lmms-eval command, runs of --model cycle, t2i, chef: the signal handler kept; keys in --model_args",
-         "lmms-eval's closing summary line prints --model_args; one warning line that `ps` shows the key"),
+         "runs of --model cycle, t2i, chef: the signal handler from the model's construction; keys in --model_args "
+         "(under the command also the namespace its closing summary line prints, and one warning line)",
+         "lmms-eval writes --model_args into the results file and prints it in its closing summary line; its "
+         "redaction misses dotted keys (describer.api_key=...); `ps` shows a key on the command line"),
     Hook("lmms_eval.models module tqdm", "call",
          "host.generate of a describer (quiet): the tqdm of the module defining the model's generate_until draws nothing",
          "the engine shows the run's own progress; one bar per describe call would bury it"),
@@ -116,7 +116,7 @@ def changed() -> set[str]:
 
     if getattr(logging.getLogRecordFactory(), "lmms_genbench", False):
         found.add(TABLE[9].target)
-    for hook in TABLE[10:12]:
+    for hook in TABLE[10:11]:
         module, _, attribute = hook.target.rpartition(".")
         owner = sys.modules.get(module)
         if owner is not None and wrap.is_wrapped(owner, attribute):

@@ -1,21 +1,25 @@
-"""lmms-eval's entry points, for runs of our model types: the one signal handler from our model's
-construction on (:mod:`.signals`), and no key given in ``--model_args`` (``describer.api_key=sk-...``,
-``token=...``) in a file lmms-eval writes or a line it prints (issue 43).
+"""lmms-eval's entry points, for runs of our model types: the one signal handler (:mod:`.signals`),
+and no key given in ``--model_args`` (``describer.api_key=sk-...``, ``token=...``) in a file
+lmms-eval writes or a line it prints (issues 43, 52, 53).
 
 lmms-eval copies ``--model_args`` into the results file twice (``config.model_args`` and
 ``config.resolved_cli_args.model_args``) and prints it in its closing summary line; its own
 redaction (``_redact_eval_config_secrets``) misses dotted keys such as ``describer.api_key``.
-Two wrappers, for runs of our model types only:
+Everything here rides on what every install (wheel or editable) and every launcher
+(``lmms-eval``, ``python -m lmms_eval``, ``accelerate launch -m lmms_eval``) goes through, never on
+the wheel's start-up ``.pth`` line:
 
-* ``lmms_eval.evaluator.simple_evaluate``: our SIGTERM/SIGINT handler before the model is built
-  (a signal during start-up ends in the run's one line, exit 128 + n, nothing written); the keys
-  are remembered (masked by value from then on in every log line, report and failure reason:
-  :func:`lmms_genbench.core.secrets.scrub`) and the returned ``config`` is masked before
-  lmms-eval saves it;
-* ``lmms_eval.__main__.cli_evaluate_single`` (the ``lmms-eval`` command): the handler kept to the
-  process's end; one warning line that a key on the command line is visible to other users of
-  the machine (``ps``), and the arguments the closing summary line prints masked once the
-  evaluation is done.
+* :func:`lmms_genbench.hooks.startup.command_start`, called by our ``lmms_eval.models`` entry point, which lmms-eval loads
+  while its command module imports the evaluator (before any argument is parsed or task
+  loaded): under the lmms-eval command with ``--model`` one of ours, the signal handler from
+  there to the process's end;
+* the ``lmms_eval.evaluator.simple_evaluate`` wrapper (:func:`install_config_mask`), for our model
+  types: the signal handler from before the model is built (:func:`.signals.handling`); the keys
+  remembered (masked by value from then on in every log line, report and failure reason:
+  :func:`lmms_genbench.core.secrets.scrub`); the returned ``config`` masked before lmms-eval
+  saves it; and, under the command (``cli_args``: the namespace the closing summary line
+  prints), one warning line that a key on the command line is visible to other users of the
+  machine (``ps``), and the namespace's ``model_args`` masked once the evaluation is done.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 from .scope import MODEL_TYPES, model_type
 from .wrap import wrap_method
 
-__all__ = ["install_config_mask", "install_summary_mask", "warning_line"]
+__all__ = ["install_config_mask", "warning_line"]
 
 
 def _ours(model: Any) -> bool:
@@ -49,7 +53,7 @@ def install_config_mask() -> bool:
 
     def hooked(original):
         def simple_evaluate(*args, **kwargs):
-            from ..core.secrets import remember, secret_args
+            from ..core.secrets import mask_model_args, remember, secret_args
             from ..core.signals import interrupt_at
             from .signals import exit_interrupted, handling
 
@@ -59,14 +63,24 @@ def install_config_mask() -> bool:
             model_args = kwargs["model_args"] if "model_args" in kwargs else (args[1] if len(args) > 1 else None)
             found = secret_args(model_args) if isinstance(model_args, str) else {}
             remember(found.values())
-            with handling():
-                try:
-                    interrupt_at("start")
-                    results = original(*args, **kwargs)
-                except KeyboardInterrupt as exc:
-                    exit_interrupted(exc)
+            cli_args = kwargs.get("cli_args")  # the lmms-eval command's namespace
+            if found and cli_args is not None:
+                sys.stderr.write(warning_line(found) + "\n")
+                sys.stderr.flush()
+            try:
+                with handling():
+                    try:
+                        interrupt_at("start")
+                        results = original(*args, **kwargs)
+                    except KeyboardInterrupt as exc:
+                        exit_interrupted(exc)
+            finally:
+                # what the closing summary line prints, after the run used the key
+                if found and getattr(cli_args, "model_args", None) == model_args:
+                    cli_args.model_args = mask_model_args(model_args)
             if found and isinstance(results, dict) and isinstance(results.get("config"), dict):
                 results["config"] = _masked(results["config"])
+            interrupt_at("save")  # lmms-eval saves the results next
             return results
 
         return simple_evaluate
@@ -79,37 +93,3 @@ def warning_line(keys: Any) -> str:
     names = ", ".join(sorted(keys))
     return (f"lmms-genbench: warning: {names} given in --model_args is visible to other users of this machine "
             "(ps, /proc); it is masked in what the run writes, but prefer the environment (OPENAI_API_KEY, HF_TOKEN)")
-
-
-def install_summary_mask() -> bool:
-    """Wrap ``lmms_eval.__main__.cli_evaluate_single`` (module docstring); idempotent."""
-    main = sys.modules.get("lmms_eval.__main__")
-    if main is None:
-        return False
-
-    def hooked(original):
-        def cli_evaluate_single(args=None, *rest, **kwargs):
-            from ..core.secrets import mask_model_args, remember, secret_args
-
-            from .signals import exit_interrupted, keep
-
-            if not _ours(getattr(args, "model", None)):
-                return original(args, *rest, **kwargs)
-            keep()  # a signal while lmms-eval saves or prints the results: the same one line
-            model_args = getattr(args, "model_args", None)
-            found = secret_args(model_args) if isinstance(model_args, str) else {}
-            if found:
-                remember(found.values())
-                sys.stderr.write(warning_line(found) + "\n")
-                sys.stderr.flush()
-            try:
-                return original(args, *rest, **kwargs)
-            except KeyboardInterrupt as exc:
-                exit_interrupted(exc)
-            finally:
-                if found:  # what lmms-eval's closing summary line prints, after the run used the key
-                    args.model_args = mask_model_args(model_args)
-
-        return cli_evaluate_single
-
-    return wrap_method(main, "cli_evaluate_single", hooked)

@@ -5,12 +5,17 @@ lmms-eval module it changes has been imported, never earlier.
 lmms-eval 0.7.3 loads its ``lmms_eval.models`` entry point (:func:`lmms_genbench.plugin.model_manifests`)
 while ``lmms_eval.models`` is imported, before ``lmms_eval.tasks`` or ``lmms_eval.evaluator``
 exist, and ``lmms-eval tasks list`` never imports ``lmms_eval.models`` at all. So :func:`watch`
-(called by the entry point and by the wheel's ``lmms_genbench.pth`` start-up line) puts one
-``sys.meta_path`` finder in front that ignores every module but those two (and
-``lmms_eval.__main__``, the ``lmms-eval`` command's module); right after one of them has executed
-it installs that module's hook, and once all are done the finder removes itself. Its cost at start-up is importing this module (no third-party import) and a name check
-per import. Every hook is idempotent and reduced to a warning when lmms-eval lacks what it
-wraps: ``--include_path <TASKS_DIR>`` always works.
+(called by the entry point, and by the ``lmms_genbench.pth`` start-up line that wheel and editable
+installs ship) puts one ``sys.meta_path`` finder in front that ignores every module but those two;
+right after one of them has executed it installs that module's hook, and once both are done the
+finder removes itself. Its cost at start-up is importing this module (no third-party import) and
+a name check per import. Every hook is idempotent and reduced to a warning when lmms-eval lacks
+what it wraps: ``--include_path <TASKS_DIR>`` always works.
+
+A run needs nothing from the start-up line (issue 52): the entry point comes before any task is
+loaded, under every launcher. The line adds one thing: ``lmms-eval tasks list`` (which loads no
+entry point) shows our tasks. Everything a run of ours gets at start-up (the signal handler, the
+masks) comes from the entry point and the ``simple_evaluate`` wrapper: :mod:`.entry`.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import os
 import sys
 import warnings
 
-from .scope import TASKS_DIR
+from .scope import MODEL_TYPES, TASKS_DIR
 
-__all__ = ["WATCHED", "add_model_names", "install_run_hook", "install_summary_mask", "install_task_path", "watch"]
+__all__ = ["WATCHED", "add_model_names", "command_model", "command_start", "install_run_hook", "install_task_path",
+           "watch"]
 
 
 def install_task_path() -> bool:
@@ -43,6 +49,9 @@ def install_task_path() -> bool:
             if TASKS_DIR not in paths:
                 paths.append(TASKS_DIR)
             _catch_up()
+            from ..core.signals import interrupt_at
+
+            interrupt_at("tasks")  # tests only: a signal while the tasks are indexed
             return original(self, include_path=paths, include_defaults=include_defaults)
 
         return initialize_tasks
@@ -59,14 +68,6 @@ def install_run_hook() -> bool:
     return install() & install_config_mask()
 
 
-def install_summary_mask() -> bool:
-    """:func:`lmms_genbench.hooks.entry.install_summary_mask`: the ``lmms-eval`` command's
-    closing summary line without the keys given in ``--model_args``."""
-    from .entry import install_summary_mask as install
-
-    return install()
-
-
 def add_model_names(paths: dict[str, str]) -> None:
     """Add our model types to ``AVAILABLE_SIMPLE_MODELS``, the static table ``lmms-eval
     models`` prints (it never reads the registry the entry point fills; lmms-eval's own
@@ -77,18 +78,43 @@ def add_model_names(paths: dict[str, str]) -> None:
             listed.setdefault(name, path)
 
 
+def command_model(argv: list[str]) -> str | None:
+    """The ``--model`` value of an lmms-eval command line (``--model X`` or ``--model=X``), if any."""
+    for i, token in enumerate(argv):
+        if token == "--model" and i + 1 < len(argv):
+            return argv[i + 1]
+        if token.startswith("--model="):
+            return token.partition("=")[2]
+    return None
+
+
+def command_start() -> bool:
+    """Under the lmms-eval command (its dispatcher imported: ``lmms-eval``, ``python -m lmms_eval``,
+    ``accelerate launch -m lmms_eval``) with ``--model`` one of ours on the command line: our signal
+    handler now, kept to the process's end. False otherwise (nothing changed: a run of
+    lmms-eval's own models, a listing, a ``--config`` file naming the model, which gets it from
+    ``simple_evaluate`` on)."""
+    import threading
+
+    if "lmms_eval.cli.dispatch" not in sys.modules or threading.current_thread() is not threading.main_thread():
+        return False
+    if command_model(sys.argv[1:]) not in MODEL_TYPES:
+        return False
+    from ..core.signals import interrupt_at
+    from .signals import keep
+
+    keep()
+    interrupt_at("startup")
+    return True
+
+
 #: module -> (its hook, what a failure costs the user)
 WATCHED = {
     "lmms_eval.tasks": (install_task_path, f"lmms-eval does not see our tasks; pass --include_path {TASKS_DIR}"),
     "lmms_eval.evaluator": (install_run_hook, ("runs of our models and tasks go without their hooks: no per-doc "
-                                               "scores for --baseline, t2i's failed drawings scored as missing images")),
-    "lmms_eval.__main__": (install_summary_mask, ("a key given in --model_args shows in lmms-eval's closing summary "
-                                                  "line; a signal while results are saved ends without its line")),
+                                               "scores for --baseline, t2i's failed drawings scored as missing images, "
+                                               "keys given in --model_args unmasked")),
 }
-
-
-#: the ``lmms-eval`` command's module: hooked when it is imported before the other two are done
-_COMMAND = "lmms_eval.__main__"
 
 
 def _install(module: str) -> None:
@@ -128,8 +154,7 @@ class _AfterImport:
         def exec_module(module):
             execute(module)
             self.pending.discard(name)
-            # the command's module imports the other two: found before they are done, or never
-            if not self.pending - {_COMMAND} and self in sys.meta_path:
+            if not self.pending and self in sys.meta_path:
                 sys.meta_path.remove(self)
             _install(name)
 

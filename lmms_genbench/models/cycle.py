@@ -32,6 +32,7 @@ from .. import preflight
 from ..command.cycle import in_shard
 from ..core import state
 from ..core.errors import from_exception
+from ..core.signals import interrupt_at
 from ..engine import ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine
 from ..generators import GeneratorConfigError, config_failure
 from ..generators.weights import adopt_legacy
@@ -209,6 +210,7 @@ class CycleModel(lmms):
         self._device = self.accelerator.device
 
         self.store = ArtifactStore(self.command.top.get("artifacts"))
+        interrupt_at("model")  # tests only: a signal while the roles load
         self.describer, self.generator, overlap = build_roles(self.command)
         self.engine = _ModelEngine(
             self.describer,

@@ -1,18 +1,26 @@
-"""The stop a signal asked for (core/signals.py, issue 43): the first raises (or, inside a
-describe call, is held to the next checkpoint), later ones are ignored, the third ends the process."""
+"""The stop a signal asked for (core/signals.py, issues 43, 52): inside an evaluation of ours the
+first raises (or, inside a describe call, is held to the next checkpoint), later ones are ignored,
+the third ends the process; outside one the first ends it."""
 
 import pytest
 
 from lmms_genbench.core import state
 from lmms_genbench.core.errors import Interrupted
-from lmms_genbench.core.signals import arrived, checkpoint, deferred, requested
+from lmms_genbench.core.signals import arrived, checkpoint, deferred, requested, stop
 
 
 @pytest.fixture(autouse=True)
 def _fresh():
     state.put("stop", None)
+    stop().inside = 1  # as hooks.signals.handling() sets it around a simple_evaluate of ours
     yield
     state.put("stop", None)
+
+
+def test_outside_an_evaluation_of_ours_the_first_signal_ends_the_process():
+    """The command's start-up, lmms-eval saving the results, its closing summary: nothing to drain."""
+    stop().inside = 0
+    assert arrived(15) == "exit"
 
 
 def test_the_first_signal_raises_later_ones_are_ignored_and_the_third_ends_it():
