@@ -38,6 +38,7 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     """Every problem of the run ``command`` (a :class:`~lmms_genbench.command.RunCommand`, or
     ``--model``, ``--model_args``, ``--tasks``, ``--output_path`` to read into one): see the
     module docstring; the Hub's collapsed into one line. Empty when it may start."""
+    from .folders import otherwise_of, role_folder_problem
     from .hub import HubProbe, collapse
     from .roles import device_problem, key_problems, setting_problems, weights_needed
     from .task_names import unknown_task_problems
@@ -54,7 +55,12 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     cuda = _cuda_devices() if roles else 0
     probes: list[HubProbe] = []  # made at the first Hub id: a run that needs none never asks
 
+    otherwise = otherwise_of(command)
+
     def weights_problem(role) -> Problem | None:
+        found = role_folder_problem(role, otherwise)  # its local folders, read by its loader's own reading
+        if found is not None:
+            return found
         for weights in weights_needed(role):
             found = one_weights_problem(role, *weights)
             if found is not None:
@@ -64,7 +70,7 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     def one_weights_problem(role, what, value, revision, needed) -> Problem | None:
         if _looks_local(value):
             if Path(value).expanduser().is_dir():
-                return None
+                return None  # read above, when its loader reads it as given
             from ..core.errors import load_failure  # the same line as a load that fails on it
 
             line = load_failure(FileNotFoundError(value), role.kind, role.name, role.args, role.prefix)

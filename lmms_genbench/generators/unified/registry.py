@@ -46,6 +46,10 @@ def build_unified(name: str, **kwargs: Any) -> UnifiedModel:
     model = _lmms_type(name)
     if model is not None:  # imported by name, as the registry imports: only when built
         return importlib.import_module(".lmms", __package__).LmmsUnified(model=model, **kwargs)
+    from .folders import read_unified_folders
+
+    if isinstance(name, str) and name.strip().lower() in UNIFIED_MODELS:  # a local folder it cannot load: said
+        read_unified_folders(UNIFIED_MODELS.canonical(name), kwargs)  # first, as `lmms-genbench check` says it
     return UNIFIED_MODELS.build(name, **kwargs)
 
 
