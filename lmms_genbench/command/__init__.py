@@ -57,6 +57,8 @@ class RunCommand:
     problems: tuple[ActionableError, ...] = ()
     #: lmms-eval's --include_path: more task folders
     include_path: tuple[str, ...] = ()
+    #: lmms-eval's --limit (a float, as its parser reads it; None: every doc)
+    limit: float | None = None
 
 
 def read_command(model: str, model_args: Mapping[str, Any], tasks: Sequence[str] = (),
@@ -145,8 +147,8 @@ def name_problems(command: RunCommand) -> list[ActionableError]:
     return problems
 
 
-def lmms_eval_arguments() -> tuple[list[str], str | None, list[str]] | None:
-    """``--tasks``, ``--output_path`` and ``--include_path`` of the ``lmms-eval`` command this process runs, read by
+def lmms_eval_arguments() -> tuple[list[str], str | None, list[str], float | None] | None:
+    """``--tasks``, ``--output_path``, ``--include_path`` and ``--limit`` of the ``lmms-eval`` command this process runs, read by
     lmms-eval's own parser from the command line; None when this process is not one (a model
     built from Python: ``simple_evaluate``, tests)."""
     argv = list(sys.argv)
@@ -161,4 +163,5 @@ def lmms_eval_arguments() -> tuple[list[str], str | None, list[str]] | None:
         return None
     tasks = [t.strip() for t in str(args.tasks or "").split(",") if t.strip()]
     include = getattr(args, "include_path", None)
-    return tasks, args.output_path, [str(p) for p in ([include] if isinstance(include, str) else include or [])]
+    return (tasks, args.output_path, [str(p) for p in ([include] if isinstance(include, str) else include or [])],
+            getattr(args, "limit", None))

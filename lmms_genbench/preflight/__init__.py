@@ -1,8 +1,10 @@
 """Preflight: everything a run needs, checked in seconds before any weight loads.
 
 :func:`check_run` takes what ``lmms-eval`` is given (``--model``, ``--model_args``, ``--tasks``,
-``--output_path``) and returns every problem at once: model ids that do not resolve at their
-revision (or local folders that are not there), files a role reads that its repository lacks,
+``--output_path``, ``--limit``) and returns every problem at once: model ids that do not resolve
+at their revision, local folders their loaders cannot read (:mod:`.folders`: read by the same
+functions the loaders read them with), files a role reads that its repository lacks, a
+``--limit`` lmms-eval cannot run (0, negatives other than -1),
 the Hub unreachable (one line naming the endpoint and the offline switch), datasets missing
 or gated for this token, CUDA asked for and absent, API keys unset, a store that cannot be
 written, and ``describer.*``/``generator.*`` settings the classes refuse (their planners, no
@@ -42,12 +44,17 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     from .hub import HubProbe, collapse
     from .roles import device_problem, key_problems, setting_problems, weights_needed
     from .task_names import unknown_task_problems
-    from .tasks import folder_problem, hub_datasets
+    from .tasks import folder_problem, hub_datasets, limit_note, limit_problem
 
     if isinstance(command, str):
         command = read_command(command, model_args or {}, tasks, output_path, processes)
     problems = [Problem(p.cause, p.fix) for p in [*command.problems, *name_problems(command)]]
     problems += unknown_task_problems(list(command.tasks), command.include_path)
+    limited = limit_problem(command.limit)
+    problems += [limited] if limited else []
+    note = limit_note(command.limit)
+    if note:
+        print(f"lmms-genbench: preflight: {note}", file=sys.stderr)
     stored = stored_run(command)
     if stored is not None:
         print(f"lmms-genbench: preflight: {stored}", file=sys.stderr)
@@ -160,9 +167,9 @@ def at_start(command: RunCommand) -> None:
     found = lmms_eval_arguments()
     if found is None:
         return
-    tasks, output_path, include_path = found
+    tasks, output_path, include_path, limit = found
     problems = check_run(dataclasses.replace(command, tasks=tuple(tasks), output_path=output_path,
-                                             include_path=tuple(include_path)))
+                                             include_path=tuple(include_path), limit=limit))
     if problems:
         raise as_error(problems)
 

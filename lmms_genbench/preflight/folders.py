@@ -45,8 +45,11 @@ def role_folder_problem(role: Role, otherwise: str = "") -> Problem | None:
             read_unified_folders(role.name, role.args)
         elif role.name.strip().lower() == "diffusers" and is_path(role.args.get("pretrained")):
             from ..generators.diffusers_plan import pipeline_class
+            from ..generators.registry import GENERATORS
 
-            pipeline_class(str(role.args["pretrained"]), role.args.get("revision"))
+            # through the registry, as the plan is called: its errors carry the same context
+            GENERATORS.call("diffusers", lambda _cls, **args: pipeline_class(str(args["pretrained"]),
+                                                                              args.get("revision")), **role.args)
     except Exception as exc:  # noqa: BLE001 - whatever the loader's reading raises stops the run
         if role.kind == "generator":
             from ..generators import explain_generator_failure

@@ -11,6 +11,7 @@ local path are read; Hub ids are the Hub's (the preflight asks it).
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +22,13 @@ from ...core.checkpoints import (PROCESSOR_FILES, TOKENIZER_FILES, checkpoint_fo
 __all__ = ["read_unified_folders"]
 
 
-def _janus(pretrained: Any = None, **_: Any) -> None:
-    from .janus_deepseek import is_deepseek_layout
+def _module(name: str):
+    """A model's module, imported by name as the registry imports it: only for that model."""
+    return importlib.import_module(name, __package__)
 
+
+def _janus(pretrained: Any = None, **_: Any) -> None:
+    is_deepseek_layout = _module(".janus_deepseek").is_deepseek_layout
     if not is_path(pretrained):
         return
     folder = checkpoint_folder(pretrained)
@@ -36,39 +41,37 @@ def _janus(pretrained: Any = None, **_: Any) -> None:
 
 
 def _showo(pretrained: Any = None, vq_model: Any = None, tokenizer: Any = None, **_: Any) -> None:
-    from .showo.magvit import WEIGHTS_FILE
+    weights_file = _module(".showo.magvit").WEIGHTS_FILE
 
     if is_path(pretrained):  # config.json and the one weights file (loading.read_json, read_state)
         folder = checkpoint_folder(pretrained)
         read_config(folder)
-        require_any(folder, (WEIGHTS_FILE,), "Show-o weights")
+        require_any(folder, (weights_file,), "Show-o weights")
     if is_path(vq_model):
-        require_any(checkpoint_folder(vq_model), (WEIGHTS_FILE,), "MAGVIT-v2 weights")
+        require_any(checkpoint_folder(vq_model), (weights_file,), "MAGVIT-v2 weights")
     if is_path(tokenizer):  # Phi-1.5's config.json and tokenizer (AutoConfig, AutoTokenizer)
         read_transformers_folder(tokenizer, weights=False)
 
 
 def _vila_u(pretrained: Any = None, **_: Any) -> None:
-    from .vila_u.checkpoint import PARTS, part_folder, resolve_folder
-
+    vila_u = _module(".vila_u.checkpoint")
     if not is_path(pretrained):
         return
     checkpoint_folder(pretrained)
-    folder = resolve_folder(pretrained)
+    folder = vila_u.resolve_folder(pretrained)
     config = read_config(folder)
-    for part in PARTS:
-        sub = part_folder(folder, config, part)
+    for part in vila_u.PARTS:
+        sub = vila_u.part_folder(folder, config, part)
         if not sub.is_dir():
             raise FileNotFoundError(f"{folder} has no {part}/ folder (the VILA-U layout: llm/, vision_tower/, "
                                     "mm_projector/)")
         read_config(sub)
         weight_files(sub)
-    require_any(part_folder(folder, config, "llm"), TOKENIZER_FILES, "tokenizer files")
+    require_any(vila_u.part_folder(folder, config, "llm"), TOKENIZER_FILES, "tokenizer files")
 
 
 def _blip3o(pretrained: Any = None, processor: Any = None, **_: Any) -> None:
-    from .blip3o import checkpoint
-
+    checkpoint = _module(".blip3o.checkpoint")
     if is_path(pretrained):
         folder = checkpoint_folder(pretrained)
         checkpoint.read_config(folder)
@@ -82,8 +85,7 @@ def _blip3o(pretrained: Any = None, processor: Any = None, **_: Any) -> None:
 
 
 def _bagel(pretrained: Any = None, **_: Any) -> None:
-    from .bagel.checkpoint import locate
-
+    locate = _module(".bagel.checkpoint").locate
     if is_path(pretrained):
         locate(str(checkpoint_folder(pretrained)))
 
