@@ -20,7 +20,7 @@ from ..core.model_args import optional_int, split_prefixed
 from .cycle import CycleArgs, read_cycle_args, smoke_describer_args
 from .names import generator_problem, lmms_model_problem, unified_problem
 
-__all__ = ["Role", "RunCommand", "lmms_eval_arguments", "name_problems", "read_command"]
+__all__ = ["T2I_OFFLINE_HINT", "Role", "RunCommand", "lmms_eval_arguments", "name_problems", "read_command"]
 
 
 @dataclass
@@ -91,6 +91,8 @@ def _cycle_roles(args: CycleArgs | None) -> list[Role]:
             Role("generator", args.generator, args.generator_args, "generator.")]  # type: ignore[arg-type]
 
 
+#: the way out a --model t2i generator that does not load names in its line
+T2I_OFFLINE_HINT = "try the pipeline offline with generator=smoke"
 #: --model t2i's top-level model_args
 T2I_ARGS = ("generator", "output_dir", "num_images_per_prompt", "seed", "batch_size", "max_batch_size", "device")
 

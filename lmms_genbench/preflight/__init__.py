@@ -62,10 +62,8 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     cuda = _cuda_devices() if roles else 0
     probes: list[HubProbe] = []  # made at the first Hub id: a run that needs none never asks
 
-    otherwise = otherwise_of(command)
-
     def weights_problem(role) -> Problem | None:
-        found = role_folder_problem(role, otherwise)  # its local folders, read by its loader's own reading
+        found = role_folder_problem(role, otherwise_of(command, role))  # its local folders, read by its loader's own reading
         if found is not None:
             return found
         for weights in weights_needed(role):

@@ -14,7 +14,7 @@ Each failure is told through the same explanation the run gives it (``load_failu
 
 from __future__ import annotations
 
-from ..command import Role, RunCommand
+from ..command import T2I_OFFLINE_HINT, Role, RunCommand
 from ..command.cycle import OFFLINE_HINT
 from ..core.checkpoints import is_path
 from .problems import Problem
@@ -25,10 +25,16 @@ __all__ = ["ROLE_WORDS", "otherwise_of", "role_folder_problem"]
 ROLE_WORDS = {"describer.": "describer", "inner.": "inner model", "judge.": "judge", "": "model"}
 
 
-def otherwise_of(command: RunCommand) -> str:
-    """The way out a run's load failures name (``models/cycle_roles.py``): the smoke preset, unless
-    the command has a preset already."""
-    return "" if command.top.get("preset") or command.model != "cycle" else OFFLINE_HINT
+def otherwise_of(command: RunCommand, role: Role) -> str:
+    """The way out ``role``'s load failure names in the run (``models/cycle_roles.py``,
+    ``models/t2i.py``, ``models/chef.py``), so the check's line is the run's."""
+    if command.model == "cycle":
+        return "" if command.top.get("preset") else OFFLINE_HINT
+    if command.model == "t2i":
+        return T2I_OFFLINE_HINT if role.name != "smoke" else ""
+    if command.model == "chef" and role.prefix == "inner.":
+        return "" if command.top.get("preset") else OFFLINE_HINT
+    return ""
 
 
 def role_folder_problem(role: Role, otherwise: str = "") -> Problem | None:

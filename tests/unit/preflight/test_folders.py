@@ -81,9 +81,9 @@ def _check_causes(model_args: dict) -> list[str]:
 
 def _agree(model_args: dict, role: str) -> None:
     stopped = _run_error(model_args, role)
-    causes = _check_causes(model_args)
+    listed = [(p.cause, p.fix) for p in check_run(read_command("cycle", model_args))]
     assert stopped is not None, f"the run did not stop on {model_args}"
-    assert stopped.cause in causes, (stopped.cause, causes)
+    assert (stopped.cause, stopped.fix) in listed, (stopped.message, listed)  # the run's line, cause and fix
     assert "(" in stopped.cause  # the loader's reason, in its own words, after the role's line
 
 
