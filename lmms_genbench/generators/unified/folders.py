@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ...core.failures import GeneratorConfigError
 from ...core.checkpoints import (PROCESSOR_FILES, TOKENIZER_FILES, checkpoint_folder, is_path, read_config,
                                  read_transformers_folder, require_any, weight_files)
 
@@ -100,8 +101,20 @@ def read_unified_folders(name: str, kwargs: dict[str, Any]) -> None:
     nothing for a Hub id, a model without a reader or an unknown name (building says why).
 
     Raises:
-        FileNotFoundError, ValueError: what the loader would stop on, naming the file.
+        GeneratorConfigError: what the loader would stop on, naming the file (the reading's
+            ``FileNotFoundError`` or ``ValueError`` is its cause).
     """
     reader = READERS.get(name.strip().lower()) if isinstance(name, str) else None
-    if reader is not None:
+    if reader is None:
+        return
+    try:
         reader(**{k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in kwargs.items()})
+    except (OSError, ValueError) as exc:  # the model cannot load at all, as its constructor would say
+        raise GeneratorConfigError(f"unified.{_argument(exc, kwargs)}: {exc}") from exc
+
+
+def _argument(exc: BaseException, kwargs: dict[str, Any]) -> str:
+    """The argument whose folder ``exc`` names (Show-o reads three), else ``pretrained``."""
+    text = str(exc)
+    named = [k for k, v in kwargs.items() if isinstance(v, (str, os.PathLike)) and os.fspath(v) and os.fspath(v) in text]
+    return max(named, key=lambda k: len(os.fspath(kwargs[k])), default="pretrained")
