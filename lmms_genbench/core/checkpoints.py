@@ -106,8 +106,8 @@ def weight_files(folder: Path, stems: Sequence[str] = ("model", "pytorch_model")
             variants = sorted(folder.glob(f"{stem}.*{suffix}"))
             if variants:
                 return variants
-    names = " or ".join(f"{stem}.safetensors" for stem in stems)
-    raise FileNotFoundError(f"{folder} has no weights ({names}, a .bin or a sharded index)")
+    names = [f"{stem}{suffix}" for stem in stems for suffix in (".safetensors", ".bin")]
+    raise FileNotFoundError(f"{folder} has no weights ({', '.join(names)} or a sharded index of them)")
 
 
 def read_transformers_folder(value: str | os.PathLike, *, weights: bool = True, tokenizer: bool = True,

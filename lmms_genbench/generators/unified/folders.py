@@ -29,27 +29,27 @@ def _module(name: str):
 
 
 def _janus(pretrained: Any = None, **_: Any) -> None:
-    is_deepseek_layout = _module(".janus_deepseek").is_deepseek_layout
     if not is_path(pretrained):
         return
-    folder = checkpoint_folder(pretrained)
-    if is_deepseek_layout(read_config(folder)):  # DeepSeek's layout: the files DeepSeekChat.read and its weights
-        for name in ("processor_config.json", "preprocessor_config.json"):
-            read_config(folder, name)
-        weight_files(folder)
+    deepseek = _module(".janus_deepseek")
+    folder = str(checkpoint_folder(pretrained))
+    if deepseek.is_deepseek_layout(deepseek.read_json(folder, "config.json")):
+        for name in ("processor_config.json", "preprocessor_config.json"):  # what DeepSeekChat.read requires
+            deepseek.read_json(folder, name)
+        deepseek.weight_paths(folder)
     else:  # transformers' JanusForConditionalGeneration and AutoProcessor
         read_transformers_folder(folder, tokenizer=True, processor=True)
 
 
 def _showo(pretrained: Any = None, vq_model: Any = None, tokenizer: Any = None, **_: Any) -> None:
+    loading = _module(".showo.loading")  # fetch: a folder's file, or "<folder> has no <file>"
     weights_file = _module(".showo.magvit").WEIGHTS_FILE
-
     if is_path(pretrained):  # config.json and the one weights file (loading.read_json, read_state)
-        folder = checkpoint_folder(pretrained)
-        read_config(folder)
-        require_any(folder, (weights_file,), "Show-o weights")
+        folder = str(checkpoint_folder(pretrained))
+        loading.fetch(folder, "config.json")
+        loading.fetch(folder, weights_file)
     if is_path(vq_model):
-        require_any(checkpoint_folder(vq_model), (weights_file,), "MAGVIT-v2 weights")
+        loading.fetch(str(checkpoint_folder(vq_model)), weights_file)
     if is_path(tokenizer):  # Phi-1.5's config.json and tokenizer (AutoConfig, AutoTokenizer)
         read_transformers_folder(tokenizer, weights=False)
 
