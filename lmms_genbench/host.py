@@ -62,7 +62,7 @@ from typing import Any
 from PIL import Image
 
 from .core.args import as_int
-from .core.errors import from_exception, load_failure
+from .core.errors import WEIGHT_ARGS, from_exception, load_failure
 from .core.keys import recorded_name
 from .core.model_args import identity_args
 
@@ -87,9 +87,37 @@ def build_model(name: str, args: Mapping[str, Any], role: str = "model", prefix:
     _check_model(name, args)
     cls = model_class(name, role)
     try:
+        read_weights_folder(name, args)  # a local folder: what the class would stop on, said first
         return cls(**args)
     except Exception as exc:
         raise load_failure(exc, role, name, args, prefix, otherwise)
+
+
+#: lmms-eval classes that load a folder through transformers' own ``from_pretrained`` (config,
+#: weights, tokenizer, processor), or vLLM's, which reads the same files (lmms-eval 0.7.3's source)
+TRANSFORMERS_CLASSES = frozenset({"llava_hf", "qwen2_vl", "qwen2_5_vl", "qwen3_vl", "idefics2", "gemma3",
+                                  "llama_vision", "mistral3_vl", "vllm"})
+
+
+def read_weights_folder(name: str, args: Mapping[str, Any]) -> None:
+    """The local folder lmms-eval model ``name``'s weights argument names, read before the class
+    loads it (:func:`build_model`) and by ``lmms-genbench check``: for :data:`TRANSFORMERS_CLASSES`
+    a folder whose ``config.json`` reads as a transformers config, with weights, tokenizer and image
+    processor files (:func:`~lmms_genbench.core.checkpoints.read_transformers_folder`); for any other
+    class only that the path exists (its layout is the class's own). A Hub id is not read here.
+
+    Raises:
+        FileNotFoundError, ValueError: what the class would stop on (the message names the file).
+    """
+    from .core.checkpoints import is_path, read_transformers_folder
+
+    weight = next((key for key in WEIGHT_ARGS if args.get(key) not in (None, "")), None)
+    if weight is None or not is_path(args[weight]):
+        return
+    if name in TRANSFORMERS_CLASSES:
+        read_transformers_folder(str(args[weight]), tokenizer=True, processor=True)
+    elif not os.path.exists(os.path.expanduser(str(args[weight]))):
+        raise FileNotFoundError(f"{args[weight]} does not exist")
 
 
 def model_class(name: str, role: str = "model"):

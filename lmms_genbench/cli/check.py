@@ -16,6 +16,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tasks", default="", help="the run's --tasks (comma-separated)")
     parser.add_argument("--output_path", default=None, help="the run's --output_path (checked writable)")
     parser.add_argument("--include_path", default=None, help="the run's --include_path (more task folders)")
+    parser.add_argument("--limit", type=float, default=None,
+                        help="the run's --limit: 0 (no doc: lmms-eval 0.7.3 stops) and negatives other than -1 "
+                             "are refused, fractions explained")
     parser.add_argument("--num_processes", type=int, default=1,
                         help="processes the run is launched with (accelerate launch --num_processes): GPUs needed")
     parser.set_defaults(extra=[])
@@ -28,8 +31,9 @@ def run(args: argparse.Namespace) -> int:
     for your token (gated: 401 without a token, 403 before the terms are accepted), CUDA where it
     is asked for, API keys, the artifact store and --output_path writable, and every
     describer.*/generator.*/unified.* setting against its class. Every problem is listed at
-    once; exit 1 when there is any. Other lmms-eval arguments (--limit, --log_samples, ...) are
-    accepted and ignored. Every --model cycle, t2i and chef run does the same check at its
+    once; exit 1 when there is any. A --limit lmms-eval does not read as it looks is refused (0
+    runs no doc; a negative other than -1 fails) or explained (a fraction); other lmms-eval
+    arguments (--log_samples, ...) are accepted and ignored. Every --model cycle, t2i and chef run does the same check at its
     start (LMMS_GENBENCH_PREFLIGHT=0 turns that off)."""
     from lmms_eval.utils import simple_parse_args_string
 
@@ -41,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     # lmms-eval's own reading of --model_args (what the run's model is given), then ours, once
     command = read_command(args.model, simple_parse_args_string(args.model_args) if args.model_args else {}, tasks,
                            args.output_path, max(1, args.num_processes))
+    command = dataclasses.replace(command, limit=args.limit)
     if args.include_path:
         command = dataclasses.replace(command, include_path=tuple(args.include_path.split(",")))
     problems = check_run(command)

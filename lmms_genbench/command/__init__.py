@@ -20,7 +20,7 @@ from ..core.model_args import optional_int, split_prefixed
 from .cycle import CycleArgs, read_cycle_args, smoke_describer_args
 from .names import generator_problem, lmms_model_problem, unified_problem
 
-__all__ = ["Role", "RunCommand", "lmms_eval_arguments", "name_problems", "read_command"]
+__all__ = ["T2I_OFFLINE_HINT", "Role", "RunCommand", "lmms_eval_arguments", "name_problems", "read_command"]
 
 
 @dataclass
@@ -57,6 +57,8 @@ class RunCommand:
     problems: tuple[ActionableError, ...] = ()
     #: lmms-eval's --include_path: more task folders
     include_path: tuple[str, ...] = ()
+    #: lmms-eval's --limit (a float, as its parser reads it; None: every doc)
+    limit: float | None = None
 
 
 def read_command(model: str, model_args: Mapping[str, Any], tasks: Sequence[str] = (),
@@ -89,6 +91,8 @@ def _cycle_roles(args: CycleArgs | None) -> list[Role]:
             Role("generator", args.generator, args.generator_args, "generator.")]  # type: ignore[arg-type]
 
 
+#: the way out a --model t2i generator that does not load names in its line
+T2I_OFFLINE_HINT = "try the pipeline offline with generator=smoke"
 #: --model t2i's top-level model_args
 T2I_ARGS = ("generator", "output_dir", "num_images_per_prompt", "seed", "batch_size", "max_batch_size", "device")
 
@@ -145,8 +149,8 @@ def name_problems(command: RunCommand) -> list[ActionableError]:
     return problems
 
 
-def lmms_eval_arguments() -> tuple[list[str], str | None, list[str]] | None:
-    """``--tasks``, ``--output_path`` and ``--include_path`` of the ``lmms-eval`` command this process runs, read by
+def lmms_eval_arguments() -> tuple[list[str], str | None, list[str], float | None] | None:
+    """``--tasks``, ``--output_path``, ``--include_path`` and ``--limit`` of the ``lmms-eval`` command this process runs, read by
     lmms-eval's own parser from the command line; None when this process is not one (a model
     built from Python: ``simple_evaluate``, tests)."""
     argv = list(sys.argv)
@@ -161,4 +165,5 @@ def lmms_eval_arguments() -> tuple[list[str], str | None, list[str]] | None:
         return None
     tasks = [t.strip() for t in str(args.tasks or "").split(",") if t.strip()]
     include = getattr(args, "include_path", None)
-    return tasks, args.output_path, [str(p) for p in ([include] if isinstance(include, str) else include or [])]
+    return (tasks, args.output_path, [str(p) for p in ([include] if isinstance(include, str) else include or [])],
+            getattr(args, "limit", None))

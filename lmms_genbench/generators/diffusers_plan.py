@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
+from ..core.checkpoints import is_path
 from ..core.deps import require
 from ..core.keys import generator_name, name_record
 from . import pipeline_rules as rules
 from .common import DTYPES, check_device, resolve_dtype
+from .pipeline_folder import named_pipeline, read_pipeline_folder
 from .weights import folder_identity, is_local_folder, legacy_identity
 
 __all__ = ["OFFLOAD", "DiffusersRequest", "Naming", "name_request", "pipeline_class", "read_request"]
@@ -111,40 +113,29 @@ def _pixels(arg: str, value: Any) -> int | None:
 
 def pipeline_class(pretrained: str | None, revision: str | None) -> type | None:
     """The pipeline class named by the checkpoint's ``model_index.json``, read without loading
-    weights: from the folder or the Hugging Face cache, else (a hub id not downloaded yet, where
-    going online is allowed) that one small file from the Hub. None when it is not at hand.
+    weights: a local folder with every component it lists (:func:`.pipeline_folder.read_pipeline_folder`:
+    a folder the run could not load stops here, in the plan, as ``lmms-genbench check`` reports
+    it), else from the Hugging Face cache or (a hub id not downloaded yet, where going online is
+    allowed) that one small file from the Hub. None when a hub id's is not at hand.
 
     Raises:
         ArgumentError: it names a pipeline that does not draw from text alone (an img2img or
             inpainting pipeline, as the SDXL refiner's does), or one this diffusers lacks.
+        FileNotFoundError, ValueError: a local folder the pipeline cannot be loaded from.
     """
     if not pretrained:
         return None
+    if is_path(pretrained):
+        return read_pipeline_folder(pretrained)
     diffusers = require("diffusers", "the diffusers generator")
-    tries = (True,) if is_local_folder(pretrained) else (True, False)
-    for local_only in tries:
+    for local_only in (True, False):
         try:
             config = diffusers.DiffusionPipeline.load_config(pretrained, revision=revision,
                                                              local_files_only=local_only)
         except Exception:  # noqa: BLE001, S112 - not there (offline, no such id): known once loaded
             continue
-        named = str(config.get("_class_name"))
-        cls = getattr(diffusers, named, None)
-        if cls is None:
-            raise ArgumentError(f"pretrained: {pretrained}'s model_index.json names {named}, which diffusers "
-                                f"{diffusers.__version__} does not have")
-        if cls not in _text_to_image_classes():
-            raise ArgumentError(f"pretrained: {pretrained}'s model_index.json names {named}, which is not a "
-                                "text-to-image pipeline (it needs an input image); give a text-to-image checkpoint")
-        return cls
+        return named_pipeline(pretrained, config)
     return None
-
-
-def _text_to_image_classes() -> set[type]:
-    """The pipelines ``AutoPipelineForText2Image`` loads as they are."""
-    from diffusers.pipelines.auto_pipeline import AUTO_TEXT2IMAGE_PIPELINES_MAPPING
-
-    return set(AUTO_TEXT2IMAGE_PIPELINES_MAPPING.values())
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from lmms_eval.api.model import lmms
 from lmms_eval.utils import eval_logger  # the host's logger: what it shows by default
 
 from .. import preflight
+from ..command import T2I_OFFLINE_HINT
 from .cycle_roles import load_planned
 from ..engine.cycle import chunked
 from ..core.errors import from_exception
@@ -31,7 +32,6 @@ from ..generators import GenerationFailure, GeneratorConfigError, build_generato
 from ..core.model_args import optional_int
 
 #: the way out of a generator that did not load, named in its error line
-_OFFLINE = "try the pipeline offline with generator=smoke"
 
 
 class TextToImageModel(lmms):
@@ -51,7 +51,7 @@ class TextToImageModel(lmms):
         self.output_dir = (Path(output_dir).expanduser() if output_dir else ArtifactStore().root / "t2i").resolve()
         self.generator_label = role.name
         # the same one line as --model cycle's generator; what the preflight planned loads as it checked it
-        otherwise = _OFFLINE if self.generator_label != "smoke" else ""
+        otherwise = T2I_OFFLINE_HINT if self.generator_label != "smoke" else ""
         if role.plan is not None and role.plan.load is not None:
             self.generator = load_planned(role.plan.load, self.generator_label, role.args, otherwise)
         else:

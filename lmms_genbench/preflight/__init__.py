@@ -1,8 +1,10 @@
 """Preflight: everything a run needs, checked in seconds before any weight loads.
 
 :func:`check_run` takes what ``lmms-eval`` is given (``--model``, ``--model_args``, ``--tasks``,
-``--output_path``) and returns every problem at once: model ids that do not resolve at their
-revision (or local folders that are not there), files a role reads that its repository lacks,
+``--output_path``, ``--limit``) and returns every problem at once: model ids that do not resolve
+at their revision, local folders their loaders cannot read (:mod:`.folders`: read by the same
+functions the loaders read them with), files a role reads that its repository lacks, a
+``--limit`` lmms-eval cannot run (0, negatives other than -1),
 the Hub unreachable (one line naming the endpoint and the offline switch), datasets missing
 or gated for this token, CUDA asked for and absent, API keys unset, a store that cannot be
 written, and ``describer.*``/``generator.*`` settings the classes refuse (their planners, no
@@ -38,15 +40,21 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     """Every problem of the run ``command`` (a :class:`~lmms_genbench.command.RunCommand`, or
     ``--model``, ``--model_args``, ``--tasks``, ``--output_path`` to read into one): see the
     module docstring; the Hub's collapsed into one line. Empty when it may start."""
+    from .folders import otherwise_of, role_folder_problem
     from .hub import HubProbe, collapse
     from .roles import device_problem, key_problems, setting_problems, weights_needed
     from .task_names import unknown_task_problems
-    from .tasks import folder_problem, hub_datasets
+    from .tasks import folder_problem, hub_datasets, limit_note, limit_problem
 
     if isinstance(command, str):
         command = read_command(command, model_args or {}, tasks, output_path, processes)
     problems = [Problem(p.cause, p.fix) for p in [*command.problems, *name_problems(command)]]
     problems += unknown_task_problems(list(command.tasks), command.include_path)
+    limited = limit_problem(command.limit)
+    problems += [limited] if limited else []
+    note = limit_note(command.limit)
+    if note:
+        print(f"lmms-genbench: preflight: {note}", file=sys.stderr)
     stored = stored_run(command)
     if stored is not None:
         print(f"lmms-genbench: preflight: {stored}", file=sys.stderr)
@@ -55,6 +63,9 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     probes: list[HubProbe] = []  # made at the first Hub id: a run that needs none never asks
 
     def weights_problem(role) -> Problem | None:
+        found = role_folder_problem(role, otherwise_of(command, role))  # its local folders, read by its loader's own reading
+        if found is not None:
+            return found
         for weights in weights_needed(role):
             found = one_weights_problem(role, *weights)
             if found is not None:
@@ -64,7 +75,7 @@ def check_run(command: RunCommand | str, model_args: dict[str, Any] | None = Non
     def one_weights_problem(role, what, value, revision, needed) -> Problem | None:
         if _looks_local(value):
             if Path(value).expanduser().is_dir():
-                return None
+                return None  # read above, when its loader reads it as given
             from ..core.errors import load_failure  # the same line as a load that fails on it
 
             line = load_failure(FileNotFoundError(value), role.kind, role.name, role.args, role.prefix)
@@ -154,9 +165,9 @@ def at_start(command: RunCommand) -> None:
     found = lmms_eval_arguments()
     if found is None:
         return
-    tasks, output_path, include_path = found
+    tasks, output_path, include_path, limit = found
     problems = check_run(dataclasses.replace(command, tasks=tuple(tasks), output_path=output_path,
-                                             include_path=tuple(include_path)))
+                                             include_path=tuple(include_path), limit=limit))
     if problems:
         raise as_error(problems)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core import state
 from .problems import Problem
 
-__all__ = ["HubDataset", "folder_problem", "hub_datasets", "unknown_tasks"]
+__all__ = ["HubDataset", "folder_problem", "hub_datasets", "limit_note", "limit_problem", "unknown_tasks"]
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 #: image-folder variable of the folder task (tasks/mmeception/utils.py reads it)
@@ -97,3 +97,35 @@ def folder_problem(tasks: list[str]) -> Problem | None:
         return Problem(f"task mmeception_folder: {exc}",
                        f"set {FOLDER_ENV} to a folder that holds .jpg/.png images (sub-folders become categories)")
     return None
+
+
+#: what --limit takes, as lmms-eval 0.7.3's own help says it
+LIMIT_FIX = ("give --limit N (N >= 1 docs per task), a fraction 0 < f < 1 of each task's docs, or -1 (or no "
+             "--limit) for every doc")
+
+
+def limit_problem(limit: float | None) -> Problem | None:
+    """A ``--limit`` lmms-eval 0.7.3 cannot run. ``--limit 0`` builds each doc's prompt (the
+    builder reads ``int(limit) if limit else None``), then keeps ``instances[:0]`` and stops with
+    "task.build_requests() did not find any docs!", a traceback and exit status 0, writing no
+    results (api/task.py ``build_all_requests``; seen on mmeception_smoke 2026-11-29); any other
+    negative than -1 stops it with a ValueError (evaluator_utils.get_sample_size, __main__.py)."""
+    if limit is None or limit == -1 or limit > 0:
+        return None
+    if limit == 0:
+        return Problem("--limit 0 gives lmms-eval 0.7.3 no doc to run: it stops with \"task.build_requests() did not "
+                       "find any docs!\" (a traceback, exit status 0, no results file)", LIMIT_FIX)
+    return Problem(f"--limit {limit:g} is refused by lmms-eval 0.7.3 (it takes -1 or a limit >= 0), with a "
+                   "traceback", LIMIT_FIX)
+
+
+def limit_note(limit: float | None) -> str | None:
+    """How lmms-eval 0.7.3 reads a ``--limit`` that is not a whole count of docs: below 1 a
+    fraction of each task's docs, rounded up (evaluator_utils.get_sample_size); above 1 with a
+    fraction, cut to its whole part."""
+    if limit is None or limit <= 0 or limit == int(limit):
+        return None
+    if limit < 1:
+        return (f"--limit {limit:g} is a fraction: lmms-eval runs {limit:.0%} of each task's docs, rounded up "
+                "(a limit below 1 is a share, from 1 on a count)")
+    return f"--limit {limit:g} is read as {int(limit)} docs per task (lmms-eval cuts it to its whole part)"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,13 +27,12 @@ from ...core.failures import GeneratorConfigError
 from .common import CheckpointError, authors_text, need, repo_file
 
 __all__ = ["DEEPSEEK_FILES", "DeepSeekChat", "is_deepseek_layout", "load_deepseek", "map_state_dict", "read_json",
-           "real_config"]
+           "real_config", "weight_paths"]
 
 #: what DeepSeek's Janus-1.3B repository holds besides README/.gitattributes (its weights: one safetensors file)
 DEEPSEEK_FILES = ("config.json", "model.safetensors", "preprocessor_config.json", "processor_config.json",
                   "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json")
-_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                 "pytorch_model.bin.index.json")
+_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 #: heads of the SigLIP towers DeepSeek's config names (janus/models/siglip_vit.py, SigLIP_MODEL_CONFIG):
 #: the one size the weights do not carry
@@ -70,26 +70,27 @@ def read_json(pretrained: str, filename: str, required: bool = True) -> dict[str
         raise CheckpointError(f"{path} is not JSON: {exc}") from None
 
 
-def _state_dict(pretrained: str) -> dict[str, Any]:
-    # reads safetensors or a torch pickle
-    from transformers.modeling_utils import load_state_dict
-
+def weight_paths(pretrained: str) -> list[Path]:
+    """The weight files of ``pretrained``: the first of ``_WEIGHT_FILES`` it holds, or every shard
+    its index names (also read by ``lmms-genbench check``: unified/folders.py)."""
     for name in _WEIGHT_FILES:
         path = repo_file(pretrained, name)
         if path is None:
             continue
-        if name.endswith(".index.json"):
-            shards = sorted(set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values()))
-            paths = [repo_file(pretrained, shard) for shard in shards]
-        else:
-            paths = [path]
-        state: dict[str, Any] = {}
-        for part in paths:
-            if part is None:
-                raise CheckpointError(f"{pretrained}: a shard named in {name} is missing")
-            state.update(load_state_dict(str(part)))
-        return state
+        if not name.endswith(".index.json"):
+            return [path]
+        shards = sorted(set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values()))
+        paths = [repo_file(pretrained, shard) for shard in shards]
+        if any(part is None for part in paths):
+            raise CheckpointError(f"{pretrained}: a shard named in {name} is missing")
+        return paths  # type: ignore[return-value]
     raise CheckpointError(f"{pretrained} has none of {', '.join(_WEIGHT_FILES)}")
+
+
+def _state_dict(pretrained: str) -> dict[str, Any]:
+    from transformers.modeling_utils import load_state_dict  # reads safetensors or a torch pickle
+
+    return {key: value for part in weight_paths(pretrained) for key, value in load_state_dict(str(part)).items()}
 
 
 # -- state dict ------------------------------------------------------------------------

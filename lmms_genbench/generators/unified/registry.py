@@ -41,11 +41,18 @@ def build_unified(name: str, **kwargs: Any) -> UnifiedModel:
     Raises:
         ValueError: unknown name or argument, or an unusable value; the message
             names the argument, what is allowed and what came in.
-        GeneratorConfigError: the model cannot be loaded at all.
+        GeneratorConfigError: the model cannot be loaded at all (a local folder it reads lacks a
+            file or does not read: :func:`.folders.read_unified_folders`, before any weight loads).
     """
     model = _lmms_type(name)
     if model is not None:  # imported by name, as the registry imports: only when built
         return importlib.import_module(".lmms", __package__).LmmsUnified(model=model, **kwargs)
+    from .folders import read_unified_folders
+
+    if isinstance(name, str) and name.strip().lower() in UNIFIED_MODELS:
+        plan_registered(UNIFIED_MODELS, name, kwargs)  # its arguments first, as its constructor checks them
+        read_unified_folders(UNIFIED_MODELS.canonical(name), kwargs)  # then a local folder it cannot load, as
+        # `lmms-genbench check` says it
     return UNIFIED_MODELS.build(name, **kwargs)
 
 

@@ -55,6 +55,6 @@ def test_t2i_lists_every_problem_too():
 def test_the_tasks_come_from_lmms_evals_own_parser(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["/usr/bin/lmms-eval", "--model", "cycle", "--tasks", "mmeception, sdp_nocaps",
                                       "--output_path", "/tmp/out", "--limit", "2"])
-    assert lmms_eval_arguments() == (["mmeception", "sdp_nocaps"], "/tmp/out", [])
+    assert lmms_eval_arguments() == (["mmeception", "sdp_nocaps"], "/tmp/out", [], 2.0)
     monkeypatch.setattr(sys, "argv", ["pytest", "--model", "cycle"])
     assert lmms_eval_arguments() is None  # not an lmms-eval command: a model built from Python
