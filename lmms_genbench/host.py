@@ -62,6 +62,7 @@ from typing import Any
 from PIL import Image
 
 from .core.args import as_int
+from .core.checkpoints import checkpoint_keys, is_local_folder
 from .core.errors import from_exception, load_failure
 from .core.keys import recorded_name
 from .core.model_args import identity_args
@@ -69,6 +70,9 @@ from .core.model_args import identity_args
 #: Task and split our requests are filed under unless a caller names its own
 #: (the names show up in a model's logs, never in an lmms-eval results file).
 DEFAULT_TASK, DEFAULT_SPLIT = "lmms_genbench", "requests"
+
+#: the arguments that name an lmms-eval model's checkpoint (``pretrained``; ``model``: vllm's)
+WEIGHT_ARGS = ("pretrained", "model")
 
 
 def build_model(name: str, args: Mapping[str, Any], role: str = "model", prefix: str = "", otherwise: str = ""):
@@ -143,7 +147,28 @@ def model_record(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
     ident = str(shown.get("pretrained") or shown.get("model_version") or shown.get("model") or name)
     if os.path.isabs(ident) or os.path.exists(ident):
         ident = os.path.basename(os.path.normpath(ident))  # a local folder: its name reads best
-    return {"recipe": "model_name", "model": name, "label": ident, "args": shown}
+    record = {"recipe": "model_name", "model": name, "label": ident, "args": shown}
+    # the checkpoint it reads, by content: weights changed in place or a new revision name anew
+    sources = {arg: shown[arg] for arg in WEIGHT_ARGS if isinstance(shown.get(arg), str)}
+    revision = shown.get("revision") if isinstance(shown.get("revision"), str) else None
+    weights = checkpoint_keys(sources, revision)
+    if weights:
+        record["weights"] = weights
+        local = {arg: is_local_folder(sources[arg]) for arg in weights}
+        record["checkpoints"] = {
+            arg: {"source": os.path.abspath(sources[arg]) if local[arg] else sources[arg],
+                  **({"revision": revision} if revision and not local[arg] else {}), **found}
+            for arg, found in weights.items()}
+    return record
+
+
+def model_legacy_names(name: str, args: Mapping[str, Any]) -> tuple[str, ...]:
+    """The name :func:`model_identity` gave before a model's weights were part of it (a store so
+    named is adopted: ``store.identity.adopt_folder``); empty when no checkpoint is keyed."""
+    record = model_record(name, args)
+    if "weights" not in record:
+        return ()
+    return (recorded_name({k: v for k, v in record.items() if k != "weights"}),)  # type: ignore[return-value]
 
 
 def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str = DEFAULT_SPLIT,

@@ -11,11 +11,13 @@ written before identity files, or any doubt, leave the full check in place."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..command import RunCommand
 from ..core.errors import ActionableError
+from ..core.keys import recorded_name
 from ..core.model_args import public_args
 
 __all__ = ["stored_run"]
@@ -29,7 +31,7 @@ def stored_run(command: RunCommand) -> str | None:
     if args.stop_after_hop is not None or args.shard is not None:
         return None
     from ..store import default_root
-    from ..store.identity import check_identity
+    from ..store.identity import changed_parts, check_identity, checkpoints_now
 
     root = Path(str(command.top.get("artifacts") or default_root())).expanduser()
     if args.unified:
@@ -37,10 +39,17 @@ def stored_run(command: RunCommand) -> str | None:
     else:
         wanted = [("describer", args.describer, args.describer_args), ("generator", args.generator, args.generator_args)]
     folder = root
-    if not args.unified:  # a describer's name needs no weights: its folder is found by it
-        from ..host import model_identity
+    if not args.unified:  # a describer's name needs its weights' digest only (cached): its folder is found by it
+        from ..host import model_record
+        from ..store.identity import same_run_elsewhere
 
-        folder = root / model_identity(args.describer, args.describer_args)  # type: ignore[arg-type]
+        record = {**model_record(args.describer, args.describer_args), "given": public_args(args.describer_args)}  # type: ignore[arg-type]
+        folder = root / recorded_name(record)  # type: ignore[operator]
+        if not folder.is_dir():
+            for other, changed in same_run_elsewhere(root, record, folder.name):
+                _say(f"the describer {args.describer}'s weights differ from those of its store folder {other} "
+                     f"({'; '.join(changed)}): its hops are not reused")
+            return None
         wanted = wanted[1:]
     for role, name, given in wanted:
         matches = []
@@ -50,17 +59,27 @@ def stored_run(command: RunCommand) -> str | None:
             except ActionableError:  # one that does not name its folder (a legacy name, adopted): the run's
                 continue
             if record and record.get("model") == name and record.get("given") == _as_written(public_args(given)):
-                matches.append(child)
+                matches.append((child, record))
         if len(matches) != 1:
             return None
-        folder = matches[0]
+        (folder, record), = matches
+        changed = changed_parts(record, checkpoints_now(record))
+        if changed:  # the same arguments, other weights (changed in place, or a new revision)
+            _say(f"the {role} {name}'s weights differ from those of its store folder {folder} "
+                 f"({'; '.join(changed)}): its hops are not reused")
+            return None
     held = [task for task in command.tasks if _holds(folder, task)]
     if len(held) != len(command.tasks):
         return None
     for role in command.roles:  # the run names its roles as the store does, planning nothing
         role.stored = folder.parent.name if role.kind == "describer" else folder.name
-    return (f"the store {folder} holds every hop of {', '.join(held)}: the describer's and generator's weights, "
-            "devices and Hub ids are not checked (they load only if a hop turns out missing)")
+    return (f"the store {folder} holds every hop of {', '.join(held)}, made by the same weights (each checkpoint's "
+            "digest or Hub commit checked); devices and the Hub are not asked (the models load only if a hop "
+            "turns out missing)")
+
+
+def _say(line: str) -> None:
+    print(f"lmms-genbench: preflight: {line}", file=sys.stderr)
 
 
 def _children(folder: Path) -> list[Path]:

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.checkpoints import folder_identity, hub_commit
 from ...store import held
 from ...store import FeatureStore, feature_root, sha256_file
 
@@ -83,21 +84,11 @@ def _weights(spec: str) -> dict[str, Any] | None:
         return {"package": _PACKAGED[name], "version": _version(_PACKAGED[name])}
     path = Path(os.path.expanduser(name))
     if path.is_dir():
-        from ...generators.weights import folder_identity
-
         return {"folder": folder_identity(str(path))}
     if path.is_file():
         return {"file": sha256_file(path)}
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(name, "config.json")
-    except Exception:  # not a repo id at all: nothing to name
-        return None
-    if not isinstance(found, str):
-        return None
-    parts = Path(found).parts
-    return {"hub": name, "commit": parts[parts.index("snapshots") + 1]} if "snapshots" in parts else None
+    commit = hub_commit(name)  # the revision the local cache resolves ``main`` to
+    return None if commit is None else {"hub": name, "commit": commit}
 
 
 def network_identity(role: str, spec: Any, *, device: str, dtype: str = "float32", **options: Any) -> dict[str, Any] | None:
