@@ -20,7 +20,6 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
+from ..core.checkpoints import folder_identity, hub_commit, is_local_folder
 from ..core.deps import require
 from ..core.keys import generator_name, name_record
 from . import pipeline_rules as rules
 from .common import DTYPES, check_device, resolve_dtype
-from ..core.checkpoints import folder_identity, hub_commit, is_local_folder
 from .weights import legacy_identity
 
 __all__ = ["OFFLOAD", "DiffusersRequest", "Naming", "name_request", "pipeline_class", "read_request"]

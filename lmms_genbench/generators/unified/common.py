@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...core.args import as_choice, as_float, as_int, as_str
-from ...core.deps import require
 from ...core.checkpoints import checkpoint_keys, is_local_folder
+from ...core.deps import require
 from ...core.keys import generator_name, name_record
 from ..common import DTYPES, check_device, resolve_dtype
 from ..lazy import GeneratorPlan

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from ...core.checkpoints import folder_identity, hub_commit
-from ...store import held
-from ...store import FeatureStore, feature_root, sha256_file
+from ...core.progress import say
+from ...store import FeatureStore, feature_root, held, sha256_file
 
 __all__ = ["ENV_FEATURE_CACHE", "FEATURES", "FeatureSource", "StoredNetwork", "cache_enabled", "network_identity"]
 
@@ -184,9 +184,9 @@ class FeatureSource:
         the report's ``cache`` field (:meth:`summary`); scoring goes on without keeping features."""
         from ...core import state
 
-        state.remember(("feature cache unwritable", str(self.root)), lambda: logger.warning(
-            "feature cache: cannot write under %s (%s); features are computed and not kept", self.root,
-            store.unwritable) or True)
+        state.remember(("feature cache unwritable", str(self.root)), lambda: say(  # scoring draws a bar
+            logger, logging.WARNING, "feature cache: cannot write under %s (%s); features are computed and not kept",
+            self.root, store.unwritable) or True)
 
     def _cache_state(self) -> str:
         if not self.on:
