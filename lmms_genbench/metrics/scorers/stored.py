@@ -40,7 +40,7 @@ import numpy as np
 
 from ...core.checkpoints import folder_identity, hub_commit
 from ...core.progress import say
-from ...store import FeatureStore, feature_root, held, sha256_file
+from ...store import LAYOUTS, FeatureStore, feature_root, held, sha256_file
 
 __all__ = ["ENV_FEATURE_CACHE", "FEATURES", "FeatureSource", "StoredNetwork", "cache_enabled", "network_identity"]
 
@@ -271,7 +271,7 @@ class StoredNetwork:
             out = self._call(method, self._inputs(items))
             self._source._count(0, len(items))
             return out
-        found = {} if self._source._wrote_any(self._store, keys) else self._store.get_many(keys, np.float32, (None,))
+        found = {} if self._source._wrote_any(self._store, keys) else self._store.get_many(keys, *LAYOUTS[self._store.identity["role"]][:2])
         shapes = Counter(found[k][0].shape for k in found)
         if len(shapes) > 1:  # rows of one network that disagree on their length: the odd ones are refused
             common = shapes.most_common(1)[0][0]
