@@ -46,28 +46,25 @@ def stored_run(command: RunCommand) -> str | None:
         record = {**model_record(args.describer, args.describer_args), "given": public_args(args.describer_args)}  # type: ignore[arg-type]
         folder = root / recorded_name(record)  # type: ignore[operator]
         if not folder.is_dir():
-            for other, changed in same_run_elsewhere(root, record, folder.name):
-                _say(f"the describer {args.describer}'s weights differ from those of its store folder {other} "
-                     f"({'; '.join(changed)}): its hops are not reused")
+            _say_stale("describer", args.describer, same_run_elsewhere(root, record, folder.name), command.tasks)
             return None
         wanted = wanted[1:]
     for role, name, given in wanted:
-        matches = []
+        current, stale = [], []
         for child in _children(folder):
             try:
                 record = check_identity(child)
             except ActionableError:  # one that does not name its folder (a legacy name, adopted): the run's
                 continue
             if record and record.get("model") == name and record.get("given") == _as_written(public_args(given)):
-                matches.append((child, record))
-        if len(matches) != 1:
+                # the same arguments: the same weights too (each checkpoint's digest or commit as it is now)?
+                changed = changed_parts(record, checkpoints_now(record))
+                (stale if changed else current).append((child, changed))
+        if len(current) != 1:
+            if not current:
+                _say_stale(role, name, stale, command.tasks)
             return None
-        (folder, record), = matches
-        changed = changed_parts(record, checkpoints_now(record))
-        if changed:  # the same arguments, other weights (changed in place, or a new revision)
-            _say(f"the {role} {name}'s weights differ from those of its store folder {folder} "
-                 f"({'; '.join(changed)}): its hops are not reused")
-            return None
+        folder = current[0][0]
     held = [task for task in command.tasks if _holds(folder, task)]
     if len(held) != len(command.tasks):
         return None
@@ -78,8 +75,14 @@ def stored_run(command: RunCommand) -> str | None:
             "turns out missing)")
 
 
-def _say(line: str) -> None:
-    print(f"lmms-genbench: preflight: {line}", file=sys.stderr)
+def _say_stale(role: str, name: str, stale: list[tuple[Path, list[str]]], tasks) -> None:
+    """One line per store folder that holds every hop of ``tasks`` for the same model and
+    arguments but was made by other weights (changed in place, another revision): not reused."""
+    for other, changed in stale:
+        if all(_holds(other, task) or any(_holds(c, task) for c in _children(other)) for task in tasks):
+            print(f"lmms-genbench: preflight: the store {other} holds every hop of {', '.join(tasks)} for the {role} "
+                  f"{name} with these arguments, but its weights differ ({'; '.join(changed)}): nothing of it is "
+                  "reused, the run computes a new namespace", file=sys.stderr)
 
 
 def _children(folder: Path) -> list[Path]:
