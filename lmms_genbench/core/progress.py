@@ -52,14 +52,23 @@ def progress_bar(total: int, desc: str, unit: str, enabled: bool = True) -> Any:
 
 @contextlib.contextmanager
 def bars_cleared() -> Iterator[None]:
-    """The bars on stderr cleared while the block writes its lines there, and drawn again after
-    it (tqdm's ``external_write_mode``): a message never shares a line with a bar."""
+    """A message line on stderr never shares a line with a bar: on a terminal the bars are cleared
+    while the block writes and drawn again after it (tqdm's ``external_write_mode``); in a log
+    file (no terminal: a cleared bar would stay on the message's line, behind a carriage return)
+    the open bar's line is ended first, and the bar goes on below the message."""
     if "tqdm" not in sys.modules:  # no bar was ever drawn in this process
         yield
         return
     from tqdm import tqdm
 
-    with tqdm.external_write_mode(file=sys.stderr):
+    stream = sys.stderr
+    if not getattr(stream, "isatty", lambda: False)():
+        if any(not bar.disable for bar in list(getattr(tqdm, "_instances", ()))):
+            stream.write("\n")
+            stream.flush()
+        yield
+        return
+    with tqdm.external_write_mode(file=stream):
         yield
 
 
