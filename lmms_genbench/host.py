@@ -62,7 +62,7 @@ from typing import Any
 from PIL import Image
 
 from .core.args import as_int
-from .core.checkpoints import checkpoint_keys, is_local_folder
+from .core.checkpoints import checkpoint_keys, recorded_checkpoints
 from .core.errors import from_exception, load_failure
 from .core.keys import recorded_name
 from .core.model_args import identity_args
@@ -154,11 +154,7 @@ def model_record(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
     weights = checkpoint_keys(sources, revision)
     if weights:
         record["weights"] = weights
-        local = {arg: is_local_folder(sources[arg]) for arg in weights}
-        record["checkpoints"] = {
-            arg: {"source": os.path.abspath(sources[arg]) if local[arg] else sources[arg],
-                  **({"revision": revision} if revision and not local[arg] else {}), **found}
-            for arg, found in weights.items()}
+        record["checkpoints"] = recorded_checkpoints(sources, weights, revision)
     return record
 
 

@@ -22,11 +22,12 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from .keys import atomic_write
 
 __all__ = ["checkpoint_files", "checkpoint_identity", "checkpoint_keys", "folder_identity", "hash_cache_path",
-           "hub_commit", "is_config", "is_local_folder", "sha256_path"]
+           "hub_commit", "is_config", "is_local_folder", "recorded_checkpoints", "sha256_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -191,3 +192,17 @@ def checkpoint_keys(sources: dict[str, object], revision: str | None = None) -> 
         if found is not None:
             keys[arg] = found
     return keys
+
+
+def recorded_checkpoints(sources: dict[str, Any], keys: dict[str, dict[str, str]],
+                         revision: str | None = None) -> dict[str, dict[str, str]]:
+    """What a store's ``identity.json`` records of each checkpoint in ``keys`` (:func:`checkpoint_keys`
+    of ``sources``): its ``source`` (a folder's absolute path, or the Hub id with its ``revision``)
+    and its digest or commit, so a rerun can read each again (``store.identity.checkpoints_now``)."""
+    out = {}
+    for arg, found in keys.items():
+        source = str(sources[arg])
+        local = is_local_folder(source)
+        out[arg] = {"source": os.path.abspath(os.path.expanduser(source)) if local else source,
+                    **({"revision": revision} if revision and not local else {}), **found}
+    return out

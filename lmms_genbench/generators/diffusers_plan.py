@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
-from ..core.checkpoints import folder_identity, hub_commit, is_local_folder
+from ..core.checkpoints import folder_identity, hub_commit, is_local_folder, recorded_checkpoints
 from ..core.deps import require
 from ..core.keys import generator_name, name_record
 from . import pipeline_rules as rules
@@ -191,10 +191,9 @@ def name_request(request: DiffusersRequest) -> Naming:
     record.update(pipeline=cls.__name__, pretrained=source)
     if weights:
         record["weights_sha256"] = weights.split(":", 1)[1]
-        record["checkpoints"] = {"pretrained": {"source": source, "folder": record["weights_sha256"]}}
-    elif commit:
-        record["checkpoints"] = {"pretrained": {"source": source, "commit": commit,
-                                                **({"revision": request.revision} if request.revision else {})}}
+    if weights or commit:
+        found = {"folder": record["weights_sha256"]} if weights else {"commit": commit}
+        record["checkpoints"] = recorded_checkpoints({"pretrained": source}, {"pretrained": found}, request.revision)
     if request.ignored:
         record["ignored"] = dict(request.ignored)
     return Naming(name, tuple(legacy), record)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...core.args import as_choice, as_float, as_int, as_str
-from ...core.checkpoints import checkpoint_keys, is_local_folder
+from ...core.checkpoints import checkpoint_keys, is_local_folder, recorded_checkpoints
 from ...core.deps import require
 from ...core.keys import generator_name, name_record
 from ..common import DTYPES, check_device, resolve_dtype
@@ -82,8 +82,7 @@ class UnifiedCommon:
         self.legacy_names = (generator_name(self.family, label, key),) if weights else ()
         #: what made the name, written beside the store's folder (store/identity.py)
         self.identity = {**name_record(self.family, label, {**key, "weights": weights} if weights else key),
-                         "checkpoints": {arg: {"source": os.path.abspath(sources[arg]) if is_local_folder(sources[arg])
-                                               else sources[arg], **found} for arg, found in weights.items()}}
+                         "checkpoints": recorded_checkpoints(sources, weights)}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, device={self.device!r})"
