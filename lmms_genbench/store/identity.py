@@ -3,10 +3,13 @@
 A describer's folder (``root/<describer>/``), a generator's (``root/<describer>/<generator>/``)
 and a unified model's hold ``identity.json``: the model, its arguments as given (credentials
 left out), and the parts the folder's name is hashed from (``recipe``: ``core.keys``'s
-``generator_name`` or ``model_name``, with the label and the settings: ids, revisions, the
-folder and its weights' digest, dtype, every setting in the key). Opening a namespace whose
-file does not hash to the folder's name is refused, naming the file: its drawings were not
-made by what the file says.
+``generator_name`` or ``model_name``, with the label and the settings: ids, revisions, dtype,
+every setting in the key, and each checkpoint's digest or Hub commit) and ``checkpoints``: where
+each checkpoint was read from and what it held (``core.checkpoints``), so a rerun reads them
+again and says which differs (:func:`checkpoints_now`, :func:`changed_parts`,
+:func:`same_run_elsewhere`). Opening a namespace whose file does not hash to the folder's name is
+refused, naming the file: its drawings were not made by what the file says. A folder named the
+way earlier versions named it is adopted (:func:`adopt_folder`).
 """
 
 from __future__ import annotations
