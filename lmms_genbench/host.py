@@ -62,6 +62,7 @@ from typing import Any
 from PIL import Image
 
 from .core.args import as_int
+from .core.checkpoints import checkpoint_keys, recorded_checkpoints
 from .core.errors import WEIGHT_ARGS, from_exception, load_failure
 from .core.keys import recorded_name
 from .core.model_args import identity_args
@@ -69,6 +70,9 @@ from .core.model_args import identity_args
 #: Task and split our requests are filed under unless a caller names its own
 #: (the names show up in a model's logs, never in an lmms-eval results file).
 DEFAULT_TASK, DEFAULT_SPLIT = "lmms_genbench", "requests"
+
+#: the arguments whose checkpoint names a describer in the store (``pretrained``; ``model``: vllm's)
+CHECKPOINT_ARGS = ("pretrained", "model")
 
 
 def build_model(name: str, args: Mapping[str, Any], role: str = "model", prefix: str = "", otherwise: str = ""):
@@ -103,13 +107,13 @@ def read_weights_folder(name: str, args: Mapping[str, Any]) -> None:
     """The local folder lmms-eval model ``name``'s weights argument names, read before the class
     loads it (:func:`build_model`) and by ``lmms-genbench check``: for :data:`TRANSFORMERS_CLASSES`
     a folder whose ``config.json`` reads as a transformers config, with weights, tokenizer and image
-    processor files (:func:`~lmms_genbench.core.checkpoints.read_transformers_folder`); for any other
+    processor files (:func:`~lmms_genbench.core.checkpoint_folders.read_transformers_folder`); for any other
     class only that the path exists (its layout is the class's own). A Hub id is not read here.
 
     Raises:
         FileNotFoundError, ValueError: what the class would stop on (the message names the file).
     """
-    from .core.checkpoints import is_path, read_transformers_folder
+    from .core.checkpoint_folders import is_path, read_transformers_folder
 
     weight = next((key for key in WEIGHT_ARGS if args.get(key) not in (None, "")), None)
     if weight is None or not is_path(args[weight]):
@@ -171,7 +175,24 @@ def model_record(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
     ident = str(shown.get("pretrained") or shown.get("model_version") or shown.get("model") or name)
     if os.path.isabs(ident) or os.path.exists(ident):
         ident = os.path.basename(os.path.normpath(ident))  # a local folder: its name reads best
-    return {"recipe": "model_name", "model": name, "label": ident, "args": shown}
+    record = {"recipe": "model_name", "model": name, "label": ident, "args": shown}
+    # the checkpoint it reads, by content: weights changed in place or a new revision name anew
+    sources = {arg: shown[arg] for arg in CHECKPOINT_ARGS if isinstance(shown.get(arg), str)}
+    revision = shown.get("revision") if isinstance(shown.get("revision"), str) else None
+    weights = checkpoint_keys(sources, revision)
+    if weights:
+        record["weights"] = weights
+        record["checkpoints"] = recorded_checkpoints(sources, weights, revision)
+    return record
+
+
+def model_legacy_names(name: str, args: Mapping[str, Any]) -> tuple[str, ...]:
+    """The name :func:`model_identity` gave before a model's weights were part of it (a store so
+    named is adopted: ``store.identity.adopt_folder``); empty when no checkpoint is keyed."""
+    record = model_record(name, args)
+    if "weights" not in record:
+        return ()
+    return (recorded_name({k: v for k, v in record.items() if k != "weights"}),)  # type: ignore[return-value]
 
 
 def generate(lm, items: Sequence[tuple], *, task: str = DEFAULT_TASK, split: str = DEFAULT_SPLIT,

@@ -20,8 +20,8 @@ def _run_store_verify(args: argparse.Namespace) -> int:
     lines of hops.jsonl are reported. --repair moves refused hops, and every later hop of their
     chain, to quarantine/<time>/ in the chain's folder, so the next run recomputes them, rewrites
     hops.jsonl without its unreadable lines; hops written before records existed are checked by
-    decoding and recorded. The scorers' stored features (.features/) are checked whole too;
-    --repair removes the bad ones (the next scoring run recomputes them)."""
+    decoding and recorded. The scorers' stored features (.features/) are checked whole too,
+    each header against what scoring reads (dtype, shape, row length); --repair removes the bad ones (the next scoring run recomputes them)."""
     from lmms_genbench.store import STORE_FORMAT, lost_markers, verify_features, verify_store
 
     root = Path(args.folder).expanduser()

@@ -93,16 +93,19 @@ def generator_name(prefix: str, label: str, settings: Mapping[str, Any]) -> str:
     return f"{prefix}-{slug(label)}-{settings_hash(settings)}"
 
 
-def model_name(model: str, label: str, args: Mapping[str, Any]) -> str:
+def model_name(model: str, label: str, args: Mapping[str, Any], weights: Mapping[str, Any] | None = None) -> str:
     """``<model>-<slug_key of label>-<hash of args>``: an lmms-eval model's name in the store
-    (``host.model_identity`` picks the label and the args that decide its output)."""
-    return f"{model}-{slug_key(label, 32)}-{stable_hash(dict(args), 8)}"
+    (``host.model_identity`` picks the label and the args that decide its output). ``weights``
+    (its checkpoints' digests or commits, ``core.checkpoints``) joins the hash when given; the
+    names made without it stay as they were."""
+    hashed = {**dict(args), "@weights": dict(weights)} if weights else dict(args)
+    return f"{model}-{slug_key(label, 32)}-{stable_hash(hashed, 8)}"
 
 
 #: how a name was made from the parts a store's identity file records (:func:`recorded_name`)
 RECIPES: dict[str, Callable[..., str]] = {
     "generator_name": lambda r: generator_name(r["prefix"], r["label"], r["settings"]),
-    "model_name": lambda r: model_name(r["model"], r["label"], r["args"]),
+    "model_name": lambda r: model_name(r["model"], r["label"], r["args"], r.get("weights")),
 }
 
 

@@ -8,15 +8,16 @@ for less than INFO: lmms-eval's ``--verbosity WARNING`` / ``ERROR`` (lmms-eval c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .errors import VERBOSITY_ENV
 
-__all__ = ["progress", "progress_bar", "progress_enabled"]
+__all__ = ["bars_cleared", "progress", "progress_bar", "progress_enabled", "say"]
 
 PACKAGE_LOGGER = "lmms_genbench"
 
@@ -47,3 +48,33 @@ def progress_bar(total: int, desc: str, unit: str, enabled: bool = True) -> Any:
     if not enabled:
         bar.disable = True
     return bar
+
+
+@contextlib.contextmanager
+def bars_cleared() -> Iterator[None]:
+    """A message line on stderr never shares a line with a bar: on a terminal the bars are cleared
+    while the block writes and drawn again after it (tqdm's ``external_write_mode``); in a log
+    file (no terminal: a cleared bar would stay on the message's line, behind a carriage return)
+    the open bar's line is ended first, and the bar goes on below the message."""
+    if "tqdm" not in sys.modules:  # no bar was ever drawn in this process
+        yield
+        return
+    from tqdm import tqdm
+
+    stream = sys.stderr
+    if not getattr(stream, "isatty", lambda: False)():
+        if any(not bar.disable for bar in list(getattr(tqdm, "_instances", ()))):
+            stream.write("\n")
+            stream.flush()
+        yield
+        return
+    with tqdm.external_write_mode(file=stream):
+        yield
+
+
+def say(log: logging.Logger, level: int, message: str, *args: Any) -> None:
+    """``log.log(level, message, *args)`` on a line of its own, the bars cleared first."""
+    if not log.isEnabledFor(level):
+        return
+    with bars_cleared():
+        log.log(level, message, *args)

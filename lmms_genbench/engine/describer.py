@@ -52,6 +52,9 @@ class LazyDescriber:
     run whose every hop is stored never loads the model (a vLLM engine takes tens of seconds
     to start). ``name`` keys the store and is known without the model."""
 
+    #: names the same describer had in stores written before its weights were part of its name
+    legacy_names: tuple[str, ...] = ()
+
     def __init__(self, name: str, build: Callable[[], Any]) -> None:
         self.name = name
         self._build = build

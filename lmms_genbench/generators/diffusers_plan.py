@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.args import ArgumentError, as_choice, as_float, as_int, as_str
-from ..core.checkpoints import is_path
+from ..core.checkpoint_folders import is_path
+from ..core.checkpoints import folder_identity, hub_commit, is_local_folder, recorded_checkpoints
 from ..core.deps import require
 from ..core.keys import generator_name, name_record
 from . import pipeline_rules as rules
 from .common import DTYPES, check_device, resolve_dtype
 from .pipeline_folder import named_pipeline, read_pipeline_folder
-from .weights import folder_identity, is_local_folder, legacy_identity
+from .weights import legacy_identity
 
 __all__ = ["OFFLOAD", "DiffusersRequest", "Naming", "name_request", "pipeline_class", "read_request"]
 
@@ -143,7 +144,7 @@ class Naming:
     """What keys a diffusers generator's drawings in the store."""
 
     name: str
-    #: names earlier versions gave the same drawing (:func:`.weights.adopt_legacy`)
+    #: names earlier versions gave the same drawing (``store.identity.adopt_folder``)
     legacy_names: tuple[str, ...]
     #: written readably beside the store's folder (store/identity.py)
     identity: dict[str, Any]
@@ -156,10 +157,13 @@ def name_request(request: DiffusersRequest) -> Naming:
     local = request.pretrained is not None and is_local_folder(request.pretrained)
     label = cls.__name__ if local else (request.pretrained or cls.__name__)  # a moved folder keeps its images
     weights = f"weights:{folder_identity(request.pretrained)}" if local else None  # type: ignore[arg-type]
-    settings = _key(request, weights or label, request.call_settings)
+    # a Hub id: the commit its revision resolves to in the local cache (None: not downloaded yet)
+    commit = None if local or request.pretrained is None else hub_commit(request.pretrained, request.revision)
+    settings = _key(request, weights or label, request.call_settings, commit)
     name = generator_name("diffusers", label, settings)
-    # earlier keys of the same drawing: sampled weight bytes (before whole-file hashing), and
-    # settings keyed as given (before each was normalised to its type and defaults left out)
+    # earlier keys of the same drawing: sampled weight bytes (before whole-file hashing), a Hub id
+    # without its commit, and settings keyed as given (before each was normalised to its type
+    # and defaults left out)
     identities = [weights or label] + ([f"weights:{legacy_identity(request.pretrained)}"] if local else [])  # type: ignore[arg-type]
     calls = [request.call_settings]
     try:
@@ -173,18 +177,22 @@ def name_request(request: DiffusersRequest) -> Naming:
             other = generator_name("diffusers", label, _key(request, identity, call))
             if other != name and other not in legacy:
                 legacy.append(other)
+    source = os.path.abspath(os.path.expanduser(request.pretrained)) if local else request.pretrained  # type: ignore[arg-type]
     record = name_record("diffusers", label, settings)
-    record.update(pipeline=cls.__name__, pretrained=os.path.abspath(os.path.expanduser(request.pretrained))
-                  if local else request.pretrained)
+    record.update(pipeline=cls.__name__, pretrained=source)
     if weights:
         record["weights_sha256"] = weights.split(":", 1)[1]
+    if weights or commit:
+        found = {"folder": record["weights_sha256"]} if weights else {"commit": commit}
+        record["checkpoints"] = recorded_checkpoints({"pretrained": source}, {"pretrained": found}, request.revision)
     if request.ignored:
         record["ignored"] = dict(request.ignored)
     return Naming(name, tuple(legacy), record)
 
 
-def _key(request: DiffusersRequest, identity: str, call: dict[str, Any]) -> dict[str, Any]:
-    """The settings that name the drawings (``identity``: a hub id, or a folder's weights)."""
+def _key(request: DiffusersRequest, identity: str, call: dict[str, Any], commit: str | None = None) -> dict[str, Any]:
+    """The settings that name the drawings (``identity``: a hub id, or a folder's weights;
+    ``commit``: a hub id's resolved revision)."""
     settings: dict[str, Any] = {
         "pretrained": identity, "steps": request.steps, "guidance": request.guidance, "width": request.width,
         "height": request.height, "dtype": request.dtype, "negative_prompt": request.negative_prompt,
@@ -196,4 +204,6 @@ def _key(request: DiffusersRequest, identity: str, call: dict[str, Any]) -> dict
         settings["call"] = dict(sorted(call.items()))
     if request.revision is not None:
         settings["revision"] = request.revision
+    if commit is not None:
+        settings["commit"] = commit
     return settings

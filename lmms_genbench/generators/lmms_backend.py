@@ -77,6 +77,8 @@ class LmmsGenerator:
         # (where it saves its files decides nothing about them)
         shown = {k: v for k, v in self.model_args.items() if k not in OUTPUT_FOLDER_ARGS}
         self.name = "lmms-" + host.model_identity(self.model, shown)
+        #: its name before its weights were part of it (a store so named is adopted)
+        self.legacy_names = tuple("lmms-" + n for n in host.model_legacy_names(self.model, shown))
 
     def __repr__(self) -> str:
         return f"LmmsGenerator(name={self.name!r})"

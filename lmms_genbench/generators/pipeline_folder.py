@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.args import ArgumentError
-from ..core.checkpoints import (PROCESSOR_FILES, TOKENIZER_FILES, checkpoint_folder, read_config, require_any,
+from ..core.checkpoint_folders import (PROCESSOR_FILES, TOKENIZER_FILES, checkpoint_folder, read_config, require_any,
                                 weight_files)
 from ..core.deps import require
 

@@ -200,7 +200,7 @@ def check_call_settings(pipeline_cls: type, given: Mapping[str, Any]) -> dict[st
 
 def legacy_call_settings(pipeline_cls: type, given: Mapping[str, Any]) -> dict[str, Any]:
     """``given`` as stores written before :func:`normalise` keyed it (defaults kept, ``0`` for
-    a bool kept): only to find those stores and adopt them (:func:`.weights.adopt_legacy`)."""
+    a bool kept): only to find those stores and adopt them (``store.identity.adopt_folder``)."""
     passable = _checked_names(pipeline_cls, given)
     try:
         return {name: _legacy_coerce(name, value, passable[name]) for name, value in sorted(given.items())}

@@ -35,8 +35,7 @@ from ..core.errors import from_exception
 from ..core.signals import interrupt_at
 from ..engine import ArtifactStore, Chain, ChainFailure, ChainJob, ChainSpec, CycleEngine
 from ..generators import GeneratorConfigError, config_failure
-from ..generators.weights import adopt_legacy
-from ..store.identity import IDENTITY_FILE, check_identity, write_identity
+from ..store.identity import IDENTITY_FILE, adopt_folder, check_identity, same_run_elsewhere, write_identity
 from .cycle_roles import build_describer, build_roles
 from .throughput import log_engine_run
 
@@ -116,6 +115,15 @@ _READ_ONLY = {errno.EROFS: "it is on a read-only filesystem", errno.EACCES: "thi
 
 def _write_identity(path, identity) -> None:
     write_identity(path.parent, identity)
+
+
+def _say_weights_changed(folder, identity) -> None:
+    """One line when ``folder`` is new because a checkpoint of the same model and arguments
+    changed (weights edited in place, another revision): its stored work is not reused."""
+    for other, changed in same_run_elsewhere(folder.parent, identity, folder.name):
+        eval_logger.warning(f"lmms-genbench: the {identity.get('role', 'model')} {identity.get('model')} with the same "
+                            f"arguments has other weights than its store folder {other} ({'; '.join(changed)}): "
+                            f"its work there is not reused, this run stores under {folder.name}")
 
 
 def _computed_nothing(record: Any) -> bool:
@@ -252,8 +260,10 @@ class CycleModel(lmms):
 
     def generate_until(self, requests) -> list[str]:
         jobs, tasks, namespaces, splits, skipped = [], [], {}, {}, {}
-        # a store keyed before whole-file weight hashing keeps its hops: its folder takes the new name
-        adopt_legacy(self.store.root / self.describer.name, self.generator.name,
+        # a store keyed before whole-file weight hashing, or before a role's weights were part of
+        # its name, keeps its hops: its folder takes the new name
+        adopt_folder(self.store.root, self.describer.name, getattr(self.describer, "legacy_names", ()))
+        adopt_folder(self.store.root / self.describer.name, self.generator.name,
                      getattr(self.generator, "legacy_names", ()))
         for request in requests:
             context, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
@@ -286,6 +296,7 @@ class CycleModel(lmms):
             if (folder / IDENTITY_FILE).exists():
                 check_identity(folder)
             else:
+                _say_weights_changed(folder, identity)
                 _write_or_explain(_write_identity, folder / IDENTITY_FILE, identity, self.store.root)
         for namespace, (task, spec) in namespaces.items():
             _write_or_explain(  # written once: an existing manifest is left as it is

@@ -77,6 +77,7 @@ def build_roles(command: RunCommand):
         host.model_class(describer, role="describer")
     lazy_describer = LazyDescriber(stored or host.model_identity(describer, describer_args),
                                    functools.partial(build_describer, describer, describer_args, otherwise))
+    lazy_describer.legacy_names = () if stored else host.model_legacy_names(describer, describer_args)
     build = functools.partial(build_generator_or_explain, generator, generator_args, otherwise)
     lazy_describer.identity = describer_identity(command, lazy_describer)
     try:

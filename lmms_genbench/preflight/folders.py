@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..command import T2I_OFFLINE_HINT, Role, RunCommand
 from ..command.cycle import OFFLINE_HINT
-from ..core.checkpoints import is_path
+from ..core.checkpoint_folders import is_path
 from .problems import Problem
 
 __all__ = ["ROLE_WORDS", "otherwise_of", "role_folder_problem"]

@@ -11,11 +11,13 @@ written before identity files, or any doubt, leave the full check in place."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..command import RunCommand
 from ..core.errors import ActionableError
+from ..core.keys import recorded_name
 from ..core.model_args import public_args
 
 __all__ = ["stored_run"]
@@ -29,7 +31,7 @@ def stored_run(command: RunCommand) -> str | None:
     if args.stop_after_hop is not None or args.shard is not None:
         return None
     from ..store import default_root
-    from ..store.identity import check_identity
+    from ..store.identity import changed_parts, check_identity, checkpoints_now
 
     root = Path(str(command.top.get("artifacts") or default_root())).expanduser()
     if args.unified:
@@ -37,30 +39,50 @@ def stored_run(command: RunCommand) -> str | None:
     else:
         wanted = [("describer", args.describer, args.describer_args), ("generator", args.generator, args.generator_args)]
     folder = root
-    if not args.unified:  # a describer's name needs no weights: its folder is found by it
-        from ..host import model_identity
+    if not args.unified:  # a describer's name needs its weights' digest only (cached): its folder is found by it
+        from ..host import model_record
+        from ..store.identity import same_run_elsewhere
 
-        folder = root / model_identity(args.describer, args.describer_args)  # type: ignore[arg-type]
+        record = {**model_record(args.describer, args.describer_args), "given": public_args(args.describer_args)}  # type: ignore[arg-type]
+        folder = root / recorded_name(record)  # type: ignore[operator]
+        if not folder.is_dir():
+            _say_stale("describer", args.describer, same_run_elsewhere(root, record, folder.name), command.tasks)
+            return None
         wanted = wanted[1:]
     for role, name, given in wanted:
-        matches = []
+        current, stale = [], []
         for child in _children(folder):
             try:
                 record = check_identity(child)
             except ActionableError:  # one that does not name its folder (a legacy name, adopted): the run's
                 continue
             if record and record.get("model") == name and record.get("given") == _as_written(public_args(given)):
-                matches.append(child)
-        if len(matches) != 1:
+                # the same arguments: the same weights too (each checkpoint's digest or commit as it is now)?
+                changed = changed_parts(record, checkpoints_now(record))
+                (stale if changed else current).append((child, changed))
+        if len(current) != 1:
+            if not current:
+                _say_stale(role, name, stale, command.tasks)
             return None
-        folder = matches[0]
+        folder = current[0][0]
     held = [task for task in command.tasks if _holds(folder, task)]
     if len(held) != len(command.tasks):
         return None
     for role in command.roles:  # the run names its roles as the store does, planning nothing
         role.stored = folder.parent.name if role.kind == "describer" else folder.name
-    return (f"the store {folder} holds every hop of {', '.join(held)}: the describer's and generator's weights, "
-            "devices and Hub ids are not checked (they load only if a hop turns out missing)")
+    return (f"the store {folder} holds every hop of {', '.join(held)}, made by the same weights (each checkpoint's "
+            "digest or Hub commit checked); devices and the Hub are not asked (the models load only if a hop "
+            "turns out missing)")
+
+
+def _say_stale(role: str, name: str, stale: list[tuple[Path, list[str]]], tasks) -> None:
+    """One line per store folder that holds every hop of ``tasks`` for the same model and
+    arguments but was made by other weights (changed in place, another revision): not reused."""
+    for other, changed in stale:
+        if all(_holds(other, task) or any(_holds(c, task) for c in _children(other)) for task in tasks):
+            print(f"lmms-genbench: preflight: the store {other} holds every hop of {', '.join(tasks)} for the {role} "
+                  f"{name} with these arguments, but its weights differ ({'; '.join(changed)}): nothing of it is "
+                  "reused, the run computes a new namespace", file=sys.stderr)
 
 
 def _children(folder: Path) -> list[Path]:

@@ -11,7 +11,7 @@ network (features.py). Nothing here imports the engine that runs chains.
 from . import held
 from .chain import DIRECTIONS, Chain, ChainFailure, Direction, Kind, NotAChainError, hop_kind
 from .failures import failure_marker, failure_reason
-from .features import FEATURES, FeatureStore, feature_root, network_key, verify_features
+from .features import FEATURES, LAYOUTS, FeatureStore, feature_root, network_key, verify_features
 from .layout import DEFAULT_ROOT_ENV, ArtifactStore, ChainLocation, default_root, encode_png
 from .locks import LOCK_NAME, ChainLocks
 from .merge import Conflict, MergeConflict, MergeReport, merge_stores
@@ -22,7 +22,7 @@ from .writer import StoreWriteError, StoreWriter
 
 __all__ = [
     "ArtifactStore", "Chain", "ChainCheck", "ChainFailure", "ChainLocation", "ChainLocks", "Conflict",
-    "DEFAULT_ROOT_ENV", "DIRECTIONS", "Direction", "FEATURES", "FeatureStore", "Kind", "LOCK_NAME", "MergeConflict", "MergeReport",
+    "DEFAULT_ROOT_ENV", "DIRECTIONS", "Direction", "FEATURES", "FeatureStore", "Kind", "LAYOUTS", "LOCK_NAME", "MergeConflict", "MergeReport",
     "NotAChainError", "QUARANTINE", "RECORDS", "STORE_FORMAT", "StoreWriteError", "StoreWriter", "append_record",
     "chain_folders", "check_chain", "default_root", "encode_png", "failure_marker", "failure_reason", "feature_root", "held",
     "hop_files", "hop_kind", "keeps_records", "lost_markers", "mark_records", "marker_lost", "merge_stores", "network_key", "read_records", "read_records_checked", "sha256_file", "text_cut_summary", "verify_features",

@@ -27,14 +27,15 @@ import hashlib
 import json
 import os
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .verify import records_kept
 
-__all__ = ["FEATURES", "FORMAT", "MAGIC", "UNSTABLE", "FeatureStore", "check_feature_file", "feature_root", "network_key",
-           "verify_features"]
+__all__ = ["FEATURES", "FORMAT", "LAYOUTS", "MAGIC", "UNSTABLE", "FeatureStore", "check_feature_file", "feature_root",
+           "network_key", "verify_features"]
 
 #: the folder under the store root
 FEATURES = ".features"
@@ -45,6 +46,13 @@ _CHECK = b"sha256 "
 #: the extra of an item computed twice with different bytes (never served; :meth:`FeatureStore.put`)
 UNSTABLE = "unstable"
 _SUFFIX = ".feat"
+#: what a network's files hold, by the role its identity names (``metrics/scorers/stored*.py``):
+#: the dtype and shape its reader asks :meth:`FeatureStore.get` for (a None length: any), and
+#: whether every row of one network has the same length (an embedding's dimension)
+LAYOUTS: dict[str, tuple[str, tuple[int | None, ...], bool]] = {
+    "image": ("<f4", (None,), True), "text": ("<f4", (None,), True), "fid": ("<f4", (None,), True),
+    "detector": ("<f8", (None, 7), False), "color": ("<i2", (None,), False),
+}
 
 
 def network_key(identity: Mapping[str, Any]) -> str:
@@ -209,15 +217,33 @@ def expected(array: Any, dtype: Any, shape: tuple[int | None, ...] | None) -> bo
                              all(n is None or n == m for n, m in zip(shape, array.shape)))
 
 
-def check_feature_file(path: Path, network: str) -> str | None:
-    """Why a file in a network key's folder is not a whole feature file of its own name and key
-    (``store verify``), or None when it is."""
+def check_feature_file(path: Path, network: str, role: str | None = None) -> str | None:
+    """Why a file in a network key's folder is not a whole feature file of its own name and key,
+    holding what a network of ``role`` gives (:data:`LAYOUTS`: the dtype and shape scoring asks
+    for), or None when it is (``store verify``)."""
+    found = _read_feature(path, network)
+    return found if isinstance(found, str) else _layout_problem(found[0], found[1], role)
+
+
+def _read_feature(path: Path, network: str) -> tuple[Any, dict[str, Any]] | str:
     try:
         blob = path.read_bytes()
     except OSError as exc:
         return f"unreadable ({exc.strerror or exc})"
-    if not path.name.endswith(_SUFFIX) or decode(blob, path.name[: -len(_SUFFIX)], network) is None:
+    found = decode(blob, path.name[: -len(_SUFFIX)], network) if path.name.endswith(_SUFFIX) else None
+    if found is None:
         return "fails its checks (the checksum over header and payload, its item, network or size)"
+    return found
+
+
+def _layout_problem(array: Any, extras: Mapping[str, Any], role: str | None) -> str | None:
+    """Why ``array`` is not what scoring reads for a network of ``role`` (None: it is, or the role is unknown)."""
+    if role not in LAYOUTS or extras.get(UNSTABLE):
+        return None
+    dtype, shape, _ = LAYOUTS[role]
+    if not expected(array, dtype, shape):
+        return (f"its header says dtype {array.dtype.str} shape {list(array.shape)}, not what a {role} network's "
+                f"scoring reads ({dtype}, {['any' if n is None else n for n in shape]})")
     return None
 
 
@@ -234,17 +260,16 @@ def verify_features(root: str | os.PathLike, repair: bool = False) -> dict[str, 
             if not folder.is_dir():
                 continue
             try:
-                fmt = json.loads((folder / "identity.json").read_text(encoding="utf-8")).get("format")
+                identity = json.loads((folder / "identity.json").read_text(encoding="utf-8"))
+                fmt, role = identity.get("format"), identity.get("role")
             except (OSError, ValueError, AttributeError):
-                fmt = None
+                fmt = role = None
             if fmt is not None and fmt != FORMAT:
                 report["outdated"].append(folder)
                 continue
-            for path in sorted(folder.glob(f"*/*{_SUFFIX}")):
-                report["files"] += 1
-                why = check_feature_file(path, key)
-                if why is None:
-                    continue
+            bad = _check_network(folder, key, role)
+            report["files"] += bad.pop(None, 0)
+            for path, why in bad.items():
                 report["bad"].append((path, why))
                 if repair:
                     try:
@@ -254,6 +279,28 @@ def verify_features(root: str | os.PathLike, repair: bool = False) -> dict[str, 
                         pass
         subdirs[:] = [d for d in subdirs if d != FEATURES]
     return report
+
+
+def _check_network(folder: Path, key: str, role: str | None) -> dict[Any, Any]:
+    """``{path: why}`` of the bad files of one network's folder, and ``{None: files checked}``:
+    each file whole and of its role's layout, and, for an embedding, of the length most of the
+    folder's rows have (as scoring refuses the odd rows of one call)."""
+    out: dict[Any, Any] = {None: 0}
+    rows: dict[Path, int] = {}
+    for path in sorted(folder.glob(f"*/*{_SUFFIX}")):
+        out[None] += 1
+        found = _read_feature(path, key)
+        why = found if isinstance(found, str) else _layout_problem(found[0], found[1], role)
+        if why is not None:
+            out[path] = why
+        elif role in LAYOUTS and LAYOUTS[role][2] and not found[1].get(UNSTABLE):
+            rows[path] = int(found[0].shape[0])
+    if len(set(rows.values())) > 1:
+        common = Counter(rows.values()).most_common(1)[0][0]
+        for path, n in rows.items():
+            if n != common:
+                out[path] = f"its header says {n} values, not the {common} of this network's other rows"
+    return out
 
 
 def _replace(path: Path, blob: bytes) -> None:

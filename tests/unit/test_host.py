@@ -63,11 +63,18 @@ def test_model_identity_is_pinned(name, args, expected):
 
 
 def test_a_relative_local_folder_is_named_by_its_folder(tmp_path, monkeypatch):
-    from lmms_genbench.host import model_identity
+    from lmms_genbench.host import model_identity, model_legacy_names
 
+    monkeypatch.setenv("LMMS_GENBENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models" / "my-model").mkdir(parents=True)
-    assert model_identity("llava_hf", {"pretrained": "models/my-model"}) == "llava_hf-my-model-e5fe511f-f361c876"
+    name = model_identity("llava_hf", {"pretrained": "models/my-model"})
+    # its label is the folder's name; its hash holds the folder's content digest (core/checkpoints.py),
+    # and the name it had before that (a store so named is adopted) is pinned
+    assert name.startswith("llava_hf-my-model-e5fe511f-") and name != "llava_hf-my-model-e5fe511f-f361c876"
+    assert model_legacy_names("llava_hf", {"pretrained": "models/my-model"}) == ("llava_hf-my-model-e5fe511f-f361c876",)
+    (tmp_path / "models" / "my-model" / "model.safetensors").write_bytes(b"new weights")
+    assert model_identity("llava_hf", {"pretrained": "models/my-model"}) != name  # weights changed in place
     # a hub id that is no folder here keeps its whole name
     assert model_identity("llava_hf", {"pretrained": "models/other-model"}) == (
         "llava_hf-models_other-model-ab213eaf-3a06e1c7")

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ...core.args import as_choice, as_float, as_int, as_str
+from ...core.checkpoints import checkpoint_keys, is_local_folder, recorded_checkpoints
 from ...core.deps import require
-from ...core.keys import generator_name
+from ...core.keys import generator_name, name_record
 from ..common import DTYPES, check_device, resolve_dtype
 from ..lazy import GeneratorPlan
 from .base import run_isolated
@@ -84,7 +85,7 @@ class UnifiedCommon:
         arguments.pop("self")
         probe = cls.__new__(cls)
         probe._check(**arguments)  # type: ignore[attr-defined]
-        return GeneratorPlan(probe.name, probe.batch_size)
+        return GeneratorPlan(probe.name, probe.batch_size, probe.legacy_names, identity=probe.identity)
 
     def _check_runtime(self, device: Any, dtype: Any, batch_size: Any) -> str:
         """``device`` and ``batch_size`` checked and set; the dtype choice returned (resolved by :meth:`_settle`)."""
@@ -101,7 +102,18 @@ class UnifiedCommon:
         self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
         # a local folder reads best by its own name; the hash still holds the full path
         label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
-        self.name = generator_name(self.family, label, {"pretrained": self.pretrained, "dtype": self.dtype, **settings})
+        key = {"pretrained": self.pretrained, "dtype": self.dtype, **settings}
+        # every checkpoint it reads (a folder by its bytes' digest, a Hub id by its cached commit),
+        # so weights changed in place, or a new revision, name a new folder
+        sources = {arg: value for arg, value in key.items()
+                   if arg == "pretrained" or isinstance(value, str) and ("/" in value or is_local_folder(value))}
+        weights = checkpoint_keys(sources)
+        self.name = generator_name(self.family, label, {**key, "weights": weights} if weights else key)
+        #: the name before the weights were part of it: a store written so is adopted (store.identity.adopt_folder)
+        self.legacy_names = (generator_name(self.family, label, key),) if weights else ()
+        #: what made the name, written beside the store's folder (store/identity.py)
+        self.identity = {**name_record(self.family, label, {**key, "weights": weights} if weights else key),
+                         "checkpoints": recorded_checkpoints(sources, weights)}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, device={self.device!r})"

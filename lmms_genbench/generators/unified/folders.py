@@ -5,7 +5,7 @@ and in ``lmms-genbench check``, so both stop on the same folder with the same li
 reader uses its model's own loading functions where they read files without weights
 (BAGEL's ``locate``, BLIP3-o's ``read_config``, ``weight_files`` and ``chat_template``,
 VILA-U's ``resolve_folder`` and ``part_folder``, Janus's layout test) and
-:mod:`lmms_genbench.core.checkpoints` for the transformers parts. Only arguments that name a
+:mod:`lmms_genbench.core.checkpoint_folders` for the transformers parts. Only arguments that name a
 local path are read; Hub ids are the Hub's (the preflight asks it).
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...core.failures import GeneratorConfigError
-from ...core.checkpoints import (PROCESSOR_FILES, TOKENIZER_FILES, checkpoint_folder, is_path, read_config,
+from ...core.checkpoint_folders import (PROCESSOR_FILES, TOKENIZER_FILES, checkpoint_folder, is_path, read_config,
                                  read_transformers_folder, require_any, weight_files)
 
 __all__ = ["read_unified_folders"]

@@ -62,7 +62,7 @@ class LmmsUnified:
         answer, draw = modes or ("", "")
         self.generator = _UnifiedLmms(model, batch_size, mode=draw, **model_args)
         self.lm, self.batch_size = self.generator.lm, self.generator.batch_size
-        self.name = self.generator.name
+        self.name, self.legacy_names = self.generator.name, self.generator.legacy_names
         base = getattr(sys.modules.get(type(self.lm).__module__), "BASE_PARAMS", {})
         drawing = dict(getattr(self.lm, "inference_params", {}) or {})
         # the user's overrides (cfg_text_scale=..., do_sample=...) folded into the drawing settings

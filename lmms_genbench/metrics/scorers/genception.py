@@ -269,27 +269,26 @@ def _score_category(
     per_doc: list[tuple[str, str, np.ndarray]] = []
     cat.s_sums = np.zeros(T, dtype=np.float64)
     fid_stats = [FrechetStats() for _ in range(T + 1)]
-    bar = progress(desc=f"GenCeption {name}", total=len(docs), unit="doc")
-    for chunk, images in bar_blocks(bar, prefetched_blocks(docs, block, lambda item: item[1], load)):
-        emb = unit_rows(_seeds_apart(encoder.encode, images, len(chunk), T))
-        sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
-        per_doc += [(rec.chain_id, name, row) for (rec, _), row in zip(chunk, sims)]
-        for row in sims:
-            cat.gc_sum += gc_at_t(row)
-            cat.s_sums += row
-            cat.n_scored += 1
-        if fid_extractor is not None:
-            # one call for the whole block: the Inception's rows move with their batch (4e-9 of
-            # gc_fid@3 on the CPU), and the pinned smoke FID must not move
-            feats = fid_extractor.features(images).reshape(len(chunk), T + 1, -1)
-            for t in range(T + 1):
-                fid_stats[t].update(feats[:, t])
+    with progress(desc=f"GenCeption {name}", total=len(docs), unit="doc") as bar:  # closed however it ends
+        for chunk, images in bar_blocks(bar, prefetched_blocks(docs, block, lambda item: item[1], load)):
+            emb = unit_rows(_seeds_apart(encoder.encode, images, len(chunk), T))
+            sims = np.einsum("nd,ntd->nt", emb[:, 0], emb[:, 1:])
+            per_doc += [(rec.chain_id, name, row) for (rec, _), row in zip(chunk, sims)]
+            for row in sims:
+                cat.gc_sum += gc_at_t(row)
+                cat.s_sums += row
+                cat.n_scored += 1
+            if fid_extractor is not None:
+                # one call for the whole block: the Inception's rows move with their batch (4e-9 of
+                # gc_fid@3 on the CPU), and the pinned smoke FID must not move
+                feats = fid_extractor.features(images).reshape(len(chunk), T + 1, -1)
+                for t in range(T + 1):
+                    fid_stats[t].update(feats[:, t])
     if fid_extractor is not None:
         cat.fid_n = fid_stats[0].n
         # the seed images factorised once, every t measured against them
         seeds = fid_stats[0].reference() if cat.fid_n >= MIN_FID_IMAGES else None
         cat.fids = [seeds.fid(fid_stats[t]) if seeds else math.nan for t in range(1, T + 1)]
-    bar.close()
     return per_doc
 
 

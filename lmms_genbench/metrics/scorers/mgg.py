@@ -217,23 +217,22 @@ class MGGScorer(ChainScorer):
                         dtype=settings.dtype,
                     )
             block = max(1, settings.batch_size // max(1, len(_image_generations(G))))
-            bar = progress(desc="MGG chains", total=len(ready), unit="chain")
-            load = source.load if stored is not None else load_rgb  # paths: an image is decoded only if missing
-            blocks = prefetched_blocks(ready, block, lambda item: [p for _, p in item[1]], load)
-            for chunk, images in bar_blocks(bar, blocks):
-                # the block's pictures go to the detector together (one batched call)
-                metas = [meta for meta, drawn in chunk for _ in drawn]
-                drawn_at = [g for _meta, drawn in chunk for g, _path in drawn]
-                if stored is not None:
-                    results = stored.evaluate(images, metas, rules)
-                else:
-                    results = evaluate_images(
-                        images, metas, detector=detector, color_classifier=color_classifier, rules=rules
-                    )
-                for g, result in zip(drawn_at, results):
-                    stats.add_result(result, generation=g)
-                    verdicts.append(result.correct)
-            bar.close()
+            with progress(desc="MGG chains", total=len(ready), unit="chain") as bar:  # closed however it ends
+                load = source.load if stored is not None else load_rgb  # paths: an image is decoded only if missing
+                blocks = prefetched_blocks(ready, block, lambda item: [p for _, p in item[1]], load)
+                for chunk, images in bar_blocks(bar, blocks):
+                    # the block's pictures go to the detector together (one batched call)
+                    metas = [meta for meta, drawn in chunk for _ in drawn]
+                    drawn_at = [g for _meta, drawn in chunk for g, _path in drawn]
+                    if stored is not None:
+                        results = stored.evaluate(images, metas, rules)
+                    else:
+                        results = evaluate_images(
+                            images, metas, detector=detector, color_classifier=color_classifier, rules=rules
+                        )
+                    for g, result in zip(drawn_at, results):
+                        stats.add_result(result, generation=g)
+                        verdicts.append(result.correct)
 
         report: dict[str, Any] = {
             "generations": G,

@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from ...store import held
-from ...store import FeatureStore, feature_root, sha256_file
+from ...core.checkpoints import folder_identity, hub_commit
+from ...core.progress import say
+from ...store import LAYOUTS, FeatureStore, feature_root, held, sha256_file
 
 __all__ = ["ENV_FEATURE_CACHE", "FEATURES", "FeatureSource", "StoredNetwork", "cache_enabled", "network_identity"]
 
@@ -83,21 +84,11 @@ def _weights(spec: str) -> dict[str, Any] | None:
         return {"package": _PACKAGED[name], "version": _version(_PACKAGED[name])}
     path = Path(os.path.expanduser(name))
     if path.is_dir():
-        from ...generators.weights import folder_identity
-
         return {"folder": folder_identity(str(path))}
     if path.is_file():
         return {"file": sha256_file(path)}
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(name, "config.json")
-    except Exception:  # not a repo id at all: nothing to name
-        return None
-    if not isinstance(found, str):
-        return None
-    parts = Path(found).parts
-    return {"hub": name, "commit": parts[parts.index("snapshots") + 1]} if "snapshots" in parts else None
+    commit = hub_commit(name)  # the revision the local cache resolves ``main`` to
+    return None if commit is None else {"hub": name, "commit": commit}
 
 
 def network_identity(role: str, spec: Any, *, device: str, dtype: str = "float32", **options: Any) -> dict[str, Any] | None:
@@ -193,9 +184,9 @@ class FeatureSource:
         the report's ``cache`` field (:meth:`summary`); scoring goes on without keeping features."""
         from ...core import state
 
-        state.remember(("feature cache unwritable", str(self.root)), lambda: logger.warning(
-            "feature cache: cannot write under %s (%s); features are computed and not kept", self.root,
-            store.unwritable) or True)
+        state.remember(("feature cache unwritable", str(self.root)), lambda: say(  # scoring draws a bar
+            logger, logging.WARNING, "feature cache: cannot write under %s (%s); features are computed and not kept",
+            self.root, store.unwritable) or True)
 
     def _cache_state(self) -> str:
         if not self.on:
@@ -280,7 +271,7 @@ class StoredNetwork:
             out = self._call(method, self._inputs(items))
             self._source._count(0, len(items))
             return out
-        found = {} if self._source._wrote_any(self._store, keys) else self._store.get_many(keys, np.float32, (None,))
+        found = {} if self._source._wrote_any(self._store, keys) else self._store.get_many(keys, *LAYOUTS[self._store.identity["role"]][:2])
         shapes = Counter(found[k][0].shape for k in found)
         if len(shapes) > 1:  # rows of one network that disagree on their length: the odd ones are refused
             common = shapes.most_common(1)[0][0]

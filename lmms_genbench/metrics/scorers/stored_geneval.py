@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ...store import held
+from ...store import LAYOUTS, held
 from .stored import FeatureSource, StoredNetwork, _version, network_identity
 
 __all__ = ["DETECTOR_OPTIONS", "StoredGenEval"]
@@ -113,7 +113,7 @@ class StoredGenEval:
         classes = [queried_classes(m) for m in metas]
         files = [self.source.file_key(p) for p in images]
         items = [_item("detections", f, json.dumps(c)) for f, c in zip(files, classes)]
-        found = {} if self.source._wrote_any(store, items) else store.get_many(items, np.float64, (None, 7))
+        found = {} if self.source._wrote_any(store, items) else store.get_many(items, *LAYOUTS["detector"][:2])
         pictures: list[Any] = [None] * len(images)
         if all(k in found for k in items):
             detections = [self._decode(*found[k]) for k in items]
@@ -144,7 +144,7 @@ class StoredGenEval:
             store = self.colors.store
             key = _item("colors", file, cls, _boxes_key(boxes))
             if store is not None and not self.source._wrote_any(store, [key]):
-                found = store.get(key, np.int16, (len(boxes),))
+                found = store.get(key, LAYOUTS["color"][0], (len(boxes),))
                 if found is not None:
                     self.source._count(1, 0)
                     return [self._colors[int(c)] for c in found[0]]

@@ -15,7 +15,7 @@ from lmms_genbench.core.keys import generator_name, recorded_name
 from lmms_genbench.generators import build_generator
 from lmms_genbench.generators import pipeline_rules as rules
 from lmms_genbench.generators.diffusers_backend import DiffusersGenerator
-from lmms_genbench.generators.weights import adopt_legacy
+from lmms_genbench.store.identity import adopt_folder
 
 from tests.support.tiny_pipelines import PipelineRecorder, tiny_flux, tiny_sd3
 
@@ -101,7 +101,7 @@ def test_a_store_keyed_with_the_default_spelled_out_is_adopted(tmp_path):
     describer = tmp_path / "describer-x"
     (describer / old / "proto" / "doc").mkdir(parents=True)
     (describer / old / "proto" / "doc" / "001.txt").write_text("a cat")
-    adopted = adopt_legacy(describer, plan.name, plan.legacy_names)
+    adopted = adopt_folder(describer, plan.name, plan.legacy_names)
     assert (adopted / "proto" / "doc" / "001.txt").read_text() == "a cat"
 
 

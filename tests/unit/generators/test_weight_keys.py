@@ -1,4 +1,4 @@
-"""Weight-true keys (generators/weights.py): every byte of a local checkpoint folder is hashed,
+"""Weight-true keys (core/checkpoints.py; the legacy formula: generators/weights.py): every byte of a local checkpoint folder is hashed,
 once per change of a file (the cache keyed by path, size, mtime and inode), and a store keyed
 the legacy way (sampled bytes) is adopted, not redrawn (through the lmms-eval command:
 tests/e2e/test_weight_keys_e2e.py).
@@ -16,7 +16,9 @@ import struct
 
 import pytest
 
+from lmms_genbench.core import checkpoints
 from lmms_genbench.generators import weights
+from lmms_genbench.store.identity import adopt_folder
 
 
 @pytest.fixture
@@ -51,7 +53,7 @@ def test_every_single_tensor_edit_changes_the_key(own_cache, tmp_path):
     """The issue's experiment (there: 256 KiB tensors of a 24 MiB file, the sampled key missed 80
     of 96), shrunk: negate one 32 KiB tensor of a 3 MiB file, each of the 96 in turn."""
     path, start, size = _folder(tmp_path / "ckpt")
-    first = weights.folder_identity(str(tmp_path / "ckpt"))
+    first = checkpoints.folder_identity(str(tmp_path / "ckpt"))
     legacy = weights.legacy_identity(str(tmp_path / "ckpt"))
     original = path.read_bytes()
     legacy_same = 0
@@ -61,7 +63,7 @@ def test_every_single_tensor_edit_changes_the_key(own_cache, tmp_path):
         data[lo:lo + size] = struct.pack("<f", -float(i + 1)) * (size // 4)
         path.write_bytes(bytes(data))
         os.utime(path, ns=(1, 1 + i))  # a new stamp, as any write gives
-        assert weights.folder_identity(str(tmp_path / "ckpt")) != first, f"tensor {i}"
+        assert checkpoints.folder_identity(str(tmp_path / "ckpt")) != first, f"tensor {i}"
         legacy_same += weights.legacy_identity(str(tmp_path / "ckpt")) == legacy
     assert legacy_same > 0  # the sampled key was blind to some of them
 
@@ -69,18 +71,18 @@ def test_every_single_tensor_edit_changes_the_key(own_cache, tmp_path):
 def test_a_weight_file_is_hashed_once_per_change(own_cache, tmp_path, monkeypatch):
     path, _, _ = _folder(tmp_path / "ckpt")
     hashed = []
-    real = weights._sha256
-    monkeypatch.setattr(weights, "_sha256", lambda p: hashed.append(p.name) or real(p))
-    key = weights.folder_identity(str(tmp_path / "ckpt"))
+    real = checkpoints.sha256_path
+    monkeypatch.setattr(checkpoints, "sha256_path", lambda p: hashed.append(p.name) or real(p))
+    key = checkpoints.folder_identity(str(tmp_path / "ckpt"))
     assert hashed.count(path.name) == 1
-    assert weights.folder_identity(str(tmp_path / "ckpt")) == key
+    assert checkpoints.folder_identity(str(tmp_path / "ckpt")) == key
     assert hashed.count(path.name) == 1  # served from the cache
     assert (tmp_path / "cache" / "weight_hashes.json").exists()
     moved = tmp_path / "moved"
     shutil.copytree(tmp_path / "ckpt", moved)  # another path and inode: hashed again, same key
-    assert weights.folder_identity(str(moved)) == key and hashed.count(path.name) == 2
+    assert checkpoints.folder_identity(str(moved)) == key and hashed.count(path.name) == 2
     os.utime(path, ns=(5, 5))  # touched: hashed again
-    assert weights.folder_identity(str(tmp_path / "ckpt")) == key and hashed.count(path.name) == 3
+    assert checkpoints.folder_identity(str(tmp_path / "ckpt")) == key and hashed.count(path.name) == 3
 
 
 def test_the_legacy_identity_is_the_formula_stores_were_keyed_by(own_cache, tmp_path):
@@ -88,20 +90,20 @@ def test_the_legacy_identity_is_the_formula_stores_were_keyed_by(own_cache, tmp_
     value is what the code before whole-file hashing gave for this folder)."""
     _folder(tmp_path / "ckpt")
     assert weights.legacy_identity(str(tmp_path / "ckpt")) == "02d451a89a452a12"
-    assert weights.folder_identity(str(tmp_path / "ckpt")) == "e07180789cdc232a"
+    assert checkpoints.folder_identity(str(tmp_path / "ckpt")) == "e07180789cdc232a"
 
 
 def test_a_store_keyed_the_legacy_way_is_adopted_not_redrawn(tmp_path):
     describer = tmp_path / "store" / "describer-x"
     (describer / "diffusers-old-1" / "proto" / "doc").mkdir(parents=True)
     (describer / "diffusers-old-1" / "proto" / "doc" / "hop_001.txt").write_text("a cat")
-    adopted = weights.adopt_legacy(describer, "diffusers-new-2", ("diffusers-old-1",))
+    adopted = adopt_folder(describer, "diffusers-new-2", ("diffusers-old-1",))
     assert adopted == describer / "diffusers-new-2"
     assert (adopted / "proto" / "doc" / "hop_001.txt").read_text() == "a cat"
     assert not (describer / "diffusers-old-1").exists()
     # a current folder is never replaced
     (describer / "diffusers-old-1").mkdir()
-    assert weights.adopt_legacy(describer, "diffusers-new-2", ("diffusers-old-1",)) is None
+    assert adopt_folder(describer, "diffusers-new-2", ("diffusers-old-1",)) is None
     assert (describer / "diffusers-old-1").exists()
 
 

@@ -169,3 +169,22 @@ def test_features_live_at_the_store_root_of_an_engine_namespace(tmp_path):
     assert feature_root(namespace) == namespace / FEATURES  # no format marker: not known to be a store's
     (namespace / STORE_FORMAT).write_text('{"records": 1}\n')
     assert feature_root(namespace) == tmp_path / FEATURES  # shared by every describer x generator pair
+
+
+@pytest.mark.parametrize("forged", [{"dtype": ">f4"}, {"shape": (1, 32)}, {"dtype": "<f8"}, {"length": 16}])
+def test_store_verify_checks_a_re_signed_header_against_what_scoring_reads(tmp_path, forged):
+    """Issue 52: a file whose header was changed and its checksum made again passes every
+    whole-file check; `store verify` reads it as scoring does (the dtype and shape its network's
+    role gives, store.features.LAYOUTS; an embedding's length that of the network's other rows)."""
+    store = FeatureStore(tmp_path / FEATURES, IDENTITY)
+    items = [f"{k:02d}" + "0" * 62 for k in range(3)]
+    for k, item in enumerate(items):
+        store.put(item, _row(k))
+    row = _row(9, forged.get("length", 32))
+    bad = row.astype(forged.get("dtype", "<f4")).reshape(forged.get("shape", row.shape))
+    store.path(items[1]).write_bytes(encode(items[1], store.key, bad))
+    assert decode(store.path(items[1]).read_bytes(), items[1], store.key) is not None  # whole and signed
+    report = verify_features(tmp_path)
+    assert report["files"] == 3 and [p for p, _ in report["bad"]] == [store.path(items[1])], report
+    assert "its header says" in report["bad"][0][1]
+    assert verify_features(tmp_path, repair=True)["removed"] == 1 and verify_features(tmp_path)["bad"] == []
