@@ -44,7 +44,7 @@ SYSTEMS: dict[str, tuple[str, dict[str, int]]] = {
     "showo": ("Show-o 512x512: Phi-1.5 2048 wide, vocab 58498, 1024 codes at 512 px",
               {r"^lm\.model\.layers$": 24}),
     "vila_u": ("VILA-U 7B 256: LLaMA-2 4096 wide, vocab 32004, SigLIP-L 256 px, 256 x 4 codes",
-               {r"^llm\.model\.layers$": 32, r"^tower\..*encoder\.layers$": 24, r"^depth\..*blocks$": 6}),
+               {r"^llm\.model\.layers$": 32, r"^tower\..*encoder\.layers$": 23, r"^depth\..*blocks$": 6}),
     "blip3o": ("BLIP3-o 4B: Qwen2.5-VL-3B 2048 wide, vocab 151936, DiT 1792 wide, SDXL UNet, 1024 px",
                {r"^lm\..*language_model\.layers$|^lm\.model\.layers$": 36, r"^lm\..*visual\.blocks$": 32,
                 r"^dit\..*layers$": 24}),
@@ -72,7 +72,7 @@ def _cut(name: str, layers: int):
             stack.enter_context(mock.patch.dict(real.LLM, num_hidden_layers=layers))
             stack.enter_context(mock.patch.dict(real.RQTRANSFORMER["head"], n_layer=layers))
             stack.enter_context(mock.patch.dict(KNOWN_SIGLIP[real.RQVAESIGLIP["pretrained_model"]],
-                                                num_hidden_layers=layers))
+                                                num_hidden_layers=layers + 1))  # the last layer never runs
         elif name == "blip3o":
             from lmms_genbench.generators.unified.blip3o import real
 
@@ -149,7 +149,8 @@ def _stacks(model, patterns: dict[str, int], layers: int) -> list[tuple[str, obj
             depth = next((d for p, d in patterns.items() if re.search(p, path)), None)
             if depth is not None:
                 found.append((path, module, depth))
-            elif re.search(r"(Layer|Block)$", type(module[0]).__name__) and "Resnet" not in type(module[0]).__name__:
+            elif re.search(r"(Layer|Block)$", type(module[0]).__name__) and not re.search(
+                    r"Resnet|AttnBlock", type(module[0]).__name__):  # convolutional parts are not cut
                 unnamed.append(f"{path} ({type(module[0]).__name__})")
     missing = [p for p in patterns if not any(re.search(p, f[0]) for f in found)]
     if missing or unnamed:
