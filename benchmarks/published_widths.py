@@ -169,7 +169,7 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     import torch
     from PIL import Image
 
-    row: dict = {"model": name, "layers": layers}
+    row: dict = {"model": name, "layers": layers, "new_tokens": new_tokens, "steps": steps}
     base, _ = _rss_gb()
     started = time.perf_counter()
     previous = torch.get_default_dtype()
@@ -220,6 +220,37 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     return row
 
 
+#: sampler steps each system's draw runs as published (None: autoregressive, every image token, no steps)
+PUBLISHED_STEPS = {"showo": 50, "bagel": 50, "blip3o": 50, "vila_u": None, "janus_1_3b": None, "janus_pro_7b": None}
+
+
+def cost_rows(rows: list[dict], steps: int) -> str:
+    """One row per system: hours of sdp_nocaps and sdp_geneval on this CPU at full depth, by
+    benchmarks/cost.py's counts and rule (describe scaled from the tokens measured to the task's,
+    an upper bound); draws scaled from ``steps`` to the published steps (an upper bound too: the
+    decoder's one pass is scaled with them; BLIP3-o: DiT 30 and decoder 50 steps, scaled by 50);
+    scoring at the H100 preset's measured encode rate (GeneVal's detector: not measured)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import cost
+
+    h100 = cost.RATES["h100-real-size"]
+    lines = ["| system | describe s/call | draw s/call | sdp_nocaps describe h | draw h | scoring h | "
+             "sdp_geneval describe h | draw h | scoring h |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        published = PUBLISHED_STEPS[r["model"]]
+        draw = r["draw_full_s"] * (published / steps if published else 1)
+        rates = {"describe": r["describe_full_s"], "describe_tokens": r["new_tokens"], "draw": draw,
+                 "encode": h100["encode"]}
+        cells = []
+        for task in ("sdp_nocaps", "sdp_geneval"):
+            h = cost.hours(cost.protocol_counts(task), rates)
+            cells += [f"{h['describe']:,.0f} (extrapolated)", f"{h['draw']:,.0f} (extrapolated)",
+                      f"{h['encode']:.2f} (measured, H100)" if "encode" in h else "- (not measured)"]
+        lines.append(f"| {r['model']} | {r['describe_full_s']:.0f} at {r['new_tokens']} tokens | {draw:,.0f} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _line(r: dict, paper: str) -> str:
     return (f"| {r['model']} | {paper} | {r['layers']} | {r['params_b']:.2f} B / {r['full_params_b']:.2f} B | "
             f"{r['peak_gb']:.1f} | {r['full_peak_gb']:.1f} | {r['build_s']:.0f} | "
@@ -235,8 +266,13 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=2, help="sampler steps per drawing (default 2)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads in each child (default 2)")
     parser.add_argument("--json", help="append each system's measurements to this JSON-lines file")
+    parser.add_argument("--cost", help="print the cost rows of a --json file's systems (no run)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # the child: one system, prints one JSON line
     args = parser.parse_args()
+    if args.cost:
+        rows = [json.loads(line) for line in open(args.cost) if line.strip()]
+        print(cost_rows([r for r in rows if r["model"] in PUBLISHED_STEPS], args.steps))
+        return 0
     if args.one:
         import torch
 
