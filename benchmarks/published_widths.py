@@ -17,7 +17,8 @@ Full depth, extrapolated (the table says so): every layer of a cut stack has the
   * weights: parameters outside the stacks + the stacks' parameters x (published depth / cut depth), exact;
   * seconds: a forward hook times every stack layer; stage time - layer time + layer time x
     (published depth / cut depth). Linear in depth; ignores that the KV cache is longer per layer;
-  * peak: measured peak RSS - cut weights + full weights (activations do not grow with depth at
+  * peak: measured peak RSS while describing and drawing (the build's float32 initialisation peak is
+    left out) - cut weights + full weights (activations do not grow with depth at
     inference; the KV cache does, by kv_per_layer x layers: small at these token counts).
 """
 
@@ -28,7 +29,6 @@ import contextlib
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import time
@@ -159,9 +159,22 @@ def _stacks(model, patterns: dict[str, int], layers: int) -> list[tuple[str, obj
 
 
 def _rss_gb() -> tuple[float, float]:
-    """(current, peak) resident memory of this process, GiB."""
-    current = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmRSS"))
-    return current / 2**20, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    """(current, peak since the last :func:`_reset_peak`) resident memory of this process, GiB."""
+    status = {line.split(":")[0]: int(line.split()[1]) for line in open("/proc/self/status") if line[:5] in ("VmRSS", "VmHWM")}
+    return status["VmRSS"] / 2**20, max(status["VmHWM"], status["VmRSS"]) / 2**20
+
+
+def _reset_peak() -> None:
+    """Start the peak (VmHWM) again from the current RSS, so that a stage's peak is not the build's
+    (a float32 initialisation cast to bfloat16 peaks above everything after it)."""
+    import gc
+
+    gc.collect()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:  # not Linux, or not allowed: the peaks then include the build's
+        pass
 
 
 def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
@@ -188,6 +201,7 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     full = params + sum(n * (d / layers - 1) for n, (_, _, d) in zip(stack_params, stacks))
     row.update(params_b=params / 1e9, full_params_b=full / 1e9, stacks={p: d for p, _, d in stacks})
     row["rss_weights_gb"], row["peak_build_gb"] = (x - base for x in _rss_gb())
+    _reset_peak()
 
     spent = [0.0] * len(stacks)  # seconds inside each stack's layers
     for i, (_, module, _) in enumerate(stacks):
@@ -214,7 +228,7 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     failed = [r for r in [*texts, *images] if not isinstance(r, (str, Image.Image))]
     row["size"] = next((f"{i.width}x{i.height}" for i in images if isinstance(i, Image.Image)), "-")
     row["note"] = f"{len(failed)} failed: {failed[0]}" if failed else ""
-    peak = max(row["peak_describe_gb"], row["peak_draw_gb"], row["peak_build_gb"])
+    peak = max(row["peak_describe_gb"], row["peak_draw_gb"])  # the build's own peak is row["peak_build_gb"]
     row["peak_gb"] = peak
     row["full_peak_gb"] = peak + (full - params) * 2 / 2**30  # bf16: 2 bytes a parameter
     return row
