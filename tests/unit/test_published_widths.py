@@ -39,3 +39,14 @@ def test_cost_rows_scale_draws_to_the_published_steps_and_mark_each_cell(pw):
     assert "(extrapolated)" in text and "(measured, H100)" in text and "- (not measured)" in text
     janus = pw.cost_rows([{**row, "model": "janus_1_3b"}], steps=2)
     assert "| janus_1_3b | 10 at 32 tokens | 4 |" in janus  # autoregressive: no steps to scale
+
+
+def test_the_readme_shows_the_cost_rows_of_the_committed_measurements(pw):
+    """The rows have one home: benchmarks/published_widths_cpu.jsonl (what the run printed); the README
+    shows what ``--cost`` prints from it."""
+    import json
+
+    data = pw.ROOT / "benchmarks" / "published_widths_cpu.jsonl"
+    rows = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
+    text = (pw.ROOT / "README.md").read_text()
+    assert all(line in text for line in pw.cost_rows(rows, steps=2).splitlines())
