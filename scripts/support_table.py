@@ -93,6 +93,29 @@ environments). Every port cuts the returned text at the task's stop strings and 
 lmms-eval's own models return answers. Loading failures name the file and the key or file that
 is missing or wrong, and a mistyped local path is reported as a missing folder
 (`tests/unit/generators/test_unified_load_errors.py`).
+
+### bfloat16 against the authors' own bfloat16 (issue 47)
+
+Each port in bfloat16 against its authors' code run in bfloat16 as they run it, on the tiny parity
+checkpoint, on this CPU (2026-11; the data and how: the `authors_bf16.json` and README of each
+`tests/support/data/parity/<model>/`). "Their rounding" is the authors' own bfloat16 against their
+float32; ours should differ from theirs by no more.
+
+| model | logits, ours vs theirs (their rounding) | greedy ids | image codes | pixels, ours vs theirs (their rounding) | test |
+|---|---|---|---|---|---|
+| VILA-U | 0.016 at scale 1.7 (0.093) | equal to their bf16 (their bf16 leaves their f32 at token 9) | tower codes: 0 of 64 differ (their bf16 vs f32: 40); draws equal | 0 levels (8.9) | `tests/unit/generators/test_vila_u_bf16.py` |
+| Janus 1.3B | 0.031 at scale 3.5 (0.042) | equal to their bf16 (their bf16 and f32 differ) | equal, 3 draws | 0 levels (11) | `tests/unit/generators/test_janus13_bf16.py` |
+| BAGEL | 0.019 (0.018 / 0.021); latents 0.047 (0.041) | 5 steps equal, then part at a near-tie, as their own bf16 | - | 7 (measured once, parity/bagel/README.md) | none (float32 is the test) |
+| Show-o | not applicable: the authors run float32 (their inference scripts set no dtype; parity/showo/README.md) | | | | |
+| BLIP3-o | not run this round: the authors run float16 (language model, DiT) and bfloat16 (decoder); their environment was not rebuilt in the time | | | | |
+
+VILA-U, explained (issue 51 saw last logits 0.17 apart): the port ran the tower's SigLIP with
+sdpa, the authors' transformers 4.36 SigLIP computes attention eagerly with the softmax in float32.
+In bfloat16 the two roundings differ slightly, and the random tower's residual quantiser has
+near-ties: 11 of 64 codes flipped, and the language model saw other image features. With eager
+attention (the port's change, `unified/vila_u/checkpoint.py`) no code differs and the logits are
+two bfloat16 steps apart. The language model itself was never the cause: the authors' flash-attn
+stand-in run in float32 or natively in bfloat16 moves their own logits by 0.018 only.
 """
 
 FOOTER = """
