@@ -33,7 +33,7 @@ def _janus(pretrained: Any = None, **_: Any) -> None:
         return
     deepseek = _module(".janus_deepseek")
     folder = str(checkpoint_folder(pretrained))
-    if deepseek.is_deepseek_layout(deepseek.read_json(folder, "config.json")):
+    if _module(".janus").read_layout(folder):  # the loader's own layout test and its messages
         for name in ("processor_config.json", "preprocessor_config.json"):  # what DeepSeekChat.read requires
             deepseek.read_json(folder, name)
         deepseek.weight_paths(folder)
@@ -60,7 +60,7 @@ def _vila_u(pretrained: Any = None, **_: Any) -> None:
         return
     checkpoint_folder(pretrained)
     folder = vila_u.resolve_folder(pretrained)
-    config = read_config(folder)
+    config = vila_u.read_config(folder)  # names llm/ given for the whole checkpoint, as loading does
     for part in vila_u.PARTS:
         sub = vila_u.part_folder(folder, config, part)
         if not sub.is_dir():
@@ -91,6 +91,8 @@ def _bagel(pretrained: Any = None, **_: Any) -> None:
         locate(str(checkpoint_folder(pretrained)))
 
 
+#: the arguments that name a checkpoint folder or a hub id (Show-o reads three, BLIP3-o two)
+FOLDER_ARGS = ("pretrained", "vq_model", "tokenizer", "processor")
 #: each native unified model's reader of its local folders
 READERS: dict[str, Callable[..., None]] = {"janus": _janus, "showo": _showo, "vila_u": _vila_u, "blip3o": _blip3o,
                                           "bagel": _bagel}
@@ -107,6 +109,13 @@ def read_unified_folders(name: str, kwargs: dict[str, Any]) -> None:
     reader = READERS.get(name.strip().lower()) if isinstance(name, str) else None
     if reader is None:
         return
+    check_source = _module(".common").check_source
+    try:  # a mistyped local path is a missing folder, as the loader says, not an invalid hub id
+        for arg in FOLDER_ARGS:
+            if isinstance(kwargs.get(arg), str) and kwargs[arg]:
+                check_source(f"unified.{arg}", kwargs[arg])
+    except ValueError as exc:  # its message names the argument
+        raise GeneratorConfigError(str(exc)) from exc
     try:
         reader(**{k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in kwargs.items()})
     except (OSError, ValueError) as exc:  # the model cannot load at all, as its constructor would say

@@ -41,6 +41,26 @@ from .common import (
 )
 
 
+
+def read_layout(pretrained: str) -> bool:
+    """Whether ``pretrained`` is in DeepSeek's own layout (else transformers'), read as loading reads it
+    (also by ``lmms-genbench check``: unified/folders.py). Raises :class:`CheckpointError` naming the
+    file and key that is missing or wrong."""
+    from .common import check_source, need
+    from .janus_deepseek import is_deepseek_layout, read_json
+
+    check_source("unified.pretrained", pretrained)
+    config = read_json(pretrained, "config.json")
+    if is_deepseek_layout(config):
+        return True
+    if config.get("model_type") != "janus":  # transformers' JanusConfig would fill a missing part with defaults
+        raise CheckpointError(f"{pretrained}/config.json: model_type {config.get('model_type')!r} "
+                              "is neither transformers' 'janus' nor DeepSeek's 'multi_modality'")
+    for part in ("text_config", "vision_config", "vq_config"):
+        need(config, part, f"{pretrained}/config.json")
+    read_json(pretrained, "tokenizer_config.json")
+    return False
+
 class JanusUnified(UnifiedCommon):
     """Janus / Janus-Pro checkpoints in the transformers format or in DeepSeek's own.
 
@@ -93,21 +113,11 @@ class JanusUnified(UnifiedCommon):
                     max_new_tokens)
         torch = self._torch
         transformers = require("transformers", "the janus unified model")
-        from .common import check_source, need
-        from .janus_deepseek import is_deepseek_layout, load_deepseek, read_json
+        from .janus_deepseek import load_deepseek
 
         self._chat = None  # DeepSeek's chat format, for a checkpoint in DeepSeek's own layout
         try:
-            check_source("unified.pretrained", self.pretrained)
-            config = read_json(self.pretrained, "config.json")
-            deepseek = is_deepseek_layout(config)
-            if not deepseek:  # transformers' format: its JanusConfig would fill a missing part with defaults
-                if config.get("model_type") != "janus":
-                    raise CheckpointError(f"{self.pretrained}/config.json: model_type {config.get('model_type')!r} "
-                                          "is neither transformers' 'janus' nor DeepSeek's 'multi_modality'")
-                for part in ("text_config", "vision_config", "vq_config"):
-                    need(config, part, f"{self.pretrained}/config.json")
-                read_json(self.pretrained, "tokenizer_config.json")
+            deepseek = read_layout(self.pretrained)
             if deepseek:  # deepseek-ai/Janus-1.3B as published: mapped onto transformers' classes here
                 self.processor = None
                 model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device)

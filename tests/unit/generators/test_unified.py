@@ -181,7 +181,7 @@ def test_janus_arguments_are_validated_by_name(tiny_janus):
     # the list grows with each registered model: janus is in it, the unknown name is not
     with pytest.raises(ValueError, match=r"unified: expected one of ('[a-z0-9_]+', )*'janus'(, '[a-z0-9_]+')*; got 'no_such'"):
         build_unified("no_such")
-    with pytest.raises(GeneratorConfigError, match="unified.pretrained: .*missing does not exist"):
+    with pytest.raises(GeneratorConfigError, match="unified.pretrained: no such folder '.*missing'"):
         build_unified("janus", pretrained=str(Path(tiny_janus).parent / "missing"), device="cpu")
 
 
