@@ -92,11 +92,17 @@ def put(name: str, new: Any) -> Any:
         return old
 
 
+_REMEMBERING = threading.RLock()  # one fact made at a time (a fact may read another): each made once
+
+
 def remember(key: Hashable, compute: Callable[[], T]) -> T:
-    """A fact read once per process (until :func:`reset`): ``compute()``'s value under ``key``."""
+    """A fact read once per process (until :func:`reset`): ``compute()``'s value under ``key``,
+    computed once even when threads ask at the same time (scoring's workers: a warning said once)."""
     facts = slot("facts", dict)
     if key not in facts:
-        facts.setdefault(key, compute())
+        with _REMEMBERING:
+            if key not in facts:
+                facts[key] = compute()
     return facts[key]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tests.support.host_lint import host_lint
 from tests.support.lmms_eval_runs import BIN, PTH_LINE, results_file, run
-from tests.support.score_pins import EXACT_REL, mismatches, pins, tolerance
+from tests.support.score_pins import DRIFT_REL, EXACT_REL, mismatches, pins
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +75,9 @@ def test_the_export_runs_in_lmms_evals_source_and_scores_as_the_plugin(tmp_path)
             else:
                 assert value == theirs[key], (task, key, value, theirs[key])
     headline = {t: {k: v for k, v in _metrics(upstream, t).items() if "stderr" not in k} for t in CYCLE_TASKS}
-    assert mismatches(headline, {t: pins()[t] for t in CYCLE_TASKS}, tolerance()[0]) == []
+    # the pins come from the shared smoke run (all cycle tasks in one call); these runs differ from it in
+    # how the tasks batch, by up to 2.5e-5 relative on the pins' own machine: the drift allowance
+    assert mismatches(headline, {t: pins()[t] for t in CYCLE_TASKS}, DRIFT_REL) == []
 
     upstream, plugin = _both(tree, tmp_path, "chef", ["--model", "chef", "--model_args", "preset=smoke,judge=inner", "--tasks", ",".join(CHEF_TASKS)])
     for task in CHEF_TASKS:

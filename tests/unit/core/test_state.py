@@ -114,3 +114,28 @@ def test_the_no_score_lines_are_said_again_at_exit_once_after_a_reset(tmp_path, 
     reports._print_no_score()
     err = capsys.readouterr().err
     assert "b produced no score" in err and "a produced no score" not in err
+
+
+def test_a_fact_is_computed_once_when_threads_ask_together():
+    """Scoring's workers found an unwritable feature cache together and warned twice (issue 52's
+    one warning line): the second asker waits for the first one's value."""
+    import threading
+    import time
+
+    from lmms_genbench.core import state
+
+    state.reset()
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.2)
+        return len(calls)
+
+    threads = [threading.Thread(target=state.remember, args=("once", slow)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert calls == [1] and state.remember("once", slow) == 1
+    state.reset()
