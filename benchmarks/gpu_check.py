@@ -134,6 +134,15 @@ def _measure(name: str, spec: str, device: str, new_tokens: int, draws: int) -> 
     return row
 
 
+def chosen_models(text: str, known, prog: str) -> list[str] | None:
+    """The models ``--models`` names (comma-separated), or None after one line naming the unknown ones."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        print(f"{prog}: --models: unknown {unknown}; choose from {sorted(known)}", file=sys.stderr)
+        return None
+    return names
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(BUILDERS), help=f"comma list of {', '.join(BUILDERS)}")
@@ -151,10 +160,8 @@ def main() -> int:
         print("gpu_check: needs a CUDA GPU and none is visible (torch.cuda.is_available() is False); run it on a GPU machine",
               file=sys.stderr)
         return 2
-    names = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = sorted(set(names) - set(BUILDERS))
-    if unknown:
-        print(f"gpu_check: --models: unknown {unknown}; choose from {sorted(BUILDERS)}", file=sys.stderr)
+    names = chosen_models(args.models, BUILDERS, "gpu_check")
+    if names is None:
         return 2
     print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, bf16, random weights at real size")
     print("| model | paper's setting | weights GB | peak GB | describe s | draw s | image | build s | note |")

@@ -293,10 +293,10 @@ def main() -> int:
         torch.set_num_threads(args.threads)
         print("RESULT " + json.dumps(one(args.one, args.layers, args.new_tokens, args.steps)), flush=True)
         return 0
-    names = [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = sorted(set(names) - set(SYSTEMS))
-    if unknown:
-        print(f"published_widths: --models: unknown {unknown}; choose from {sorted(SYSTEMS)}", file=sys.stderr)
+    from benchmarks.gpu_check import chosen_models
+
+    names = chosen_models(args.models, SYSTEMS, "published_widths")
+    if names is None:
         return 2
     import torch
 
