@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.lmms_eval_runs import BIN, offline_env, results_file, run
+from tests.support.smoke_run import smoke_task_variant
 
 TASK = "sdp_smoke_g8"
 
@@ -22,21 +23,12 @@ TASK = "sdp_smoke_g8"
 def _variant(folder: Path) -> None:
     """sdp_smoke with ``generations: 8``: a YAML change alone."""
     from lmms_genbench.metrics.scorers.mcd import MCD
-    from lmms_genbench.plugin import TASKS_DIR
 
-    here = Path(TASKS_DIR) / "sdp"
-    folder.mkdir()
-    (folder / "utils.py").write_text("from lmms_genbench.tasks.sdp.utils import *  # noqa: F401,F403\n")
-    yaml = (here / "sdp_smoke.yaml").read_text()
-    yaml = yaml.replace("include: _sdp_base.yaml", f"include: {here / '_sdp_base.yaml'}")
-    yaml = yaml.replace("sdp_smoke_pairs.jsonl", str(here / "sdp_smoke_pairs.jsonl"))
-    yaml = yaml.replace("task: sdp_smoke", f"task: {TASK}").replace("generations: 4", "generations: 8")
     # fewer resamples: each refits SDR's curves, and only the values are compared here
-    yaml = yaml.replace("scorer: {preset: smoke,", "scorer: {preset: smoke, bootstrap: {resamples: 50},")
-    names = MCD.metric_names(8, MCD.task_settings({"preset": "smoke"}))
-    yaml = yaml[: yaml.index("metric_list:")] + "metric_list:\n" + "".join(
-        f'  - {{metric: "{n}", aggregation: !function utils.aggregate_mcd, higher_is_better: true}}\n' for n in names)
-    (folder / f"{TASK}.yaml").write_text(yaml)
+    smoke_task_variant(folder, "sdp", "sdp_smoke.yaml", "sdp_smoke_pairs.jsonl", TASK,
+                       [("generations: 4", "generations: 8"),
+                        ("scorer: {preset: smoke,", "scorer: {preset: smoke, bootstrap: {resamples: 50},")],
+                       "aggregate_mcd", MCD.metric_names(8, MCD.task_settings({"preset": "smoke"})))
 
 
 def _cli(tmp_path, *args):

@@ -9,23 +9,35 @@ from tests.support.lmms_eval_runs import BIN, results_file, run
 SMOKE_TASKS = ("mmeception_smoke", "sdp_smoke", "sdp_geneval_smoke")
 
 
-def five_iteration_variant(task_dir):
-    """mmeception_smoke with ``iterations: 5``: a YAML change alone, no Python."""
-    from lmms_genbench.metrics.scorers.genception import GENCEPTION
+def smoke_task_variant(task_dir, protocol, yaml_name, data_file, task, edits, aggregation, metric_names):
+    """A copy of one of ``protocol``'s smoke YAMLs as task ``task`` in ``task_dir`` (a YAML change
+    alone, no Python): its include and data file made absolute, each ``(old, new)`` of ``edits``
+    applied, its metric list made of ``metric_names`` aggregated by ``utils.<aggregation>``."""
     from lmms_genbench.plugin import TASKS_DIR
 
-    here = Path(TASKS_DIR) / "mmeception"
+    here = Path(TASKS_DIR) / protocol
     task_dir.mkdir()
-    (task_dir / "utils.py").write_text("from lmms_genbench.tasks.mmeception.utils import *  # noqa: F401,F403\n")
-    yaml = (here / "mmeception_smoke.yaml").read_text()
-    yaml = yaml.replace("include: _mmeception_base.yaml", f"include: {here / '_mmeception_base.yaml'}")
-    yaml = yaml.replace("smoke_photos.jsonl", str(here / "smoke_photos.jsonl"))
-    yaml = yaml.replace("task: mmeception_smoke", "task: mmeception_smoke_t5").replace("iterations: 3", "iterations: 5")
+    (task_dir / "utils.py").write_text(f"from lmms_genbench.tasks.{protocol}.utils import *  # noqa: F401,F403\n")
+    base = f"_{protocol}_base.yaml"
+    yaml = (here / yaml_name).read_text()
+    yaml = yaml.replace(f"include: {base}", f"include: {here / base}").replace(data_file, str(here / data_file))
+    yaml = yaml.replace(f"task: {Path(yaml_name).stem}", f"task: {task}")
+    for old, new in edits:
+        yaml = yaml.replace(old, new)
     yaml = yaml[: yaml.index("metric_list:")] + "metric_list:\n" + "".join(
-        f'  - {{metric: "{name}", aggregation: !function utils.aggregate, higher_is_better: true}}\n'
-        for name in GENCEPTION.metric_names(10, {"preset": "smoke"})
+        f'  - {{metric: "{name}", aggregation: !function utils.{aggregation}, higher_is_better: true}}\n'
+        for name in metric_names
     )
-    (task_dir / "mmeception_smoke_t5.yaml").write_text(yaml)
+    (task_dir / f"{task}.yaml").write_text(yaml)
+
+
+def five_iteration_variant(task_dir):
+    """mmeception_smoke with ``iterations: 5``."""
+    from lmms_genbench.metrics.scorers.genception import GENCEPTION
+
+    smoke_task_variant(task_dir, "mmeception", "mmeception_smoke.yaml", "smoke_photos.jsonl", "mmeception_smoke_t5",
+                       [("iterations: 3", "iterations: 5")], "aggregate",
+                       GENCEPTION.metric_names(10, {"preset": "smoke"}))
 
 
 def run_smoke_tasks(tmp):
