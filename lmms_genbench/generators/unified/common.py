@@ -7,19 +7,22 @@ so a fix to one (a stop string, a seed check) reaches every model.
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...core.args import as_choice, as_float, as_int, as_str
+from ...core.args import as_float, as_int
 from ...core.checkpoints import checkpoint_keys, is_local_folder, recorded_checkpoints
 from ...core.deps import require
 from ...core.keys import generator_name, name_record
-from ..common import DTYPES, check_device, resolve_dtype
+from ..common import check_device, resolve_dtype
 from ..lazy import GeneratorPlan
+from .arguments import Arguments
 from .base import run_isolated
+
+#: the line of a model's docstring that :attr:`UnifiedCommon.ARGUMENTS` replaces with its Args section
+ARGS_LINE = "    Args: see ``ARGUMENTS``."
 
 __all__ = ["CLEANUP", "CheckpointError", "UnifiedCommon", "authors_text", "check_source", "count", "cut", "hf_decoding", "need", "number",
            "plain_decoding", "repo_file", "stop_strings"]
@@ -74,25 +77,42 @@ class UnifiedCommon:
     pretrained: str
     batch_size: int
 
+    #: the model's arguments (:mod:`.arguments`): the constructor's checks, ``plan``, the
+    #: signature, the docstring's Args and docs/support.md's defaults all read it
+    ARGUMENTS: ClassVar[Arguments]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        table = cls.__dict__.get("ARGUMENTS")
+        if table is None:
+            return
+        cls.family = table.family
+        if "__init__" in cls.__dict__:  # inspect.signature(cls) shows the table's arguments
+            cls.__dict__["__init__"].__signature__ = table.signature()
+        if cls.__doc__ and ARGS_LINE in cls.__doc__:
+            cls.__doc__ = cls.__doc__.replace(ARGS_LINE, table.docstring())
+
     @classmethod
-    def plan(cls, **kwargs: Any) -> GeneratorPlan:
+    def plan(cls, *args: Any, **kwargs: Any) -> GeneratorPlan:
         """Name and batch size, every argument and the device checked, no weights loaded
-        (:mod:`lmms_genbench.generators.lazy`): the constructor's arguments, its defaults filled
-        in, through the same ``_check`` the constructor runs first."""
-        bound = inspect.signature(cls.__init__).bind(None, **kwargs)  # an unknown argument: TypeError
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        arguments.pop("self")
+        (:mod:`lmms_genbench.generators.lazy`), through the same ``_check`` the constructor runs first."""
         probe = cls.__new__(cls)
-        probe._check(**arguments)  # type: ignore[attr-defined]
+        probe._check(*args, **kwargs)
         return GeneratorPlan(probe.name, probe.batch_size, probe.legacy_names, identity=probe.identity)
 
-    def _check_runtime(self, device: Any, dtype: Any, batch_size: Any) -> str:
-        """``device`` and ``batch_size`` checked and set; the dtype choice returned (resolved by :meth:`_settle`)."""
-        self.device = str(as_str("device", device))
-        dtype_choice = str(as_choice("dtype", dtype, DTYPES))
-        self.batch_size = count("batch_size", batch_size)
-        return dtype_choice
+    def _check(self, *args: Any, **kwargs: Any) -> None:
+        """Every argument checked against :attr:`ARGUMENTS` (defaults, then the preset's values,
+        then those given), set as attributes, and the name built."""
+        table = self.ARGUMENTS
+        values = table.resolve(table.given(args, kwargs))
+        for arg in table.args:
+            if arg.attr is not None:
+                setattr(self, arg.attr or arg.name, values[arg.name])
+        self._settle(values["dtype"], self._settings(values))
+
+    def _settings(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The settings besides ``pretrained`` and ``dtype`` that name the model (its keyed arguments)."""
+        return {arg.key or arg.name: values[arg.name] for arg in self.ARGUMENTS.args if arg.key is not None}
 
     def _settle(self, dtype_choice: str, settings: dict[str, Any]) -> None:
         """torch imported, the device checked, the dtype resolved and the name built from

@@ -24,21 +24,13 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ...core.args import as_str
 from ...core.deps import require
 from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
 from ..common import check_image, describe_error
 from .base import DescribeResult
-from .common import (
-    CheckpointError,
-    UnifiedCommon,
-    authors_text,
-    count,
-    cut,
-    hf_decoding,
-    number,
-)
+from .arguments import Arg, Arguments, describing, runtime
+from .common import CheckpointError, UnifiedCommon, authors_text, cut, hf_decoding
 
 
 
@@ -64,26 +56,10 @@ def read_layout(pretrained: str) -> bool:
 class JanusUnified(UnifiedCommon):
     """Janus / Janus-Pro checkpoints in the transformers format or in DeepSeek's own.
 
-    Args:
-        pretrained: hub id or local folder of a Janus checkpoint: transformers' format
-            (``deepseek-community/Janus-Pro-1B``, ``deepseek-community/Janus-Pro-7B``) or
-            DeepSeek's (``deepseek-ai/Janus-1.3B``: its config.json with ``language_config``
-            etc.; told apart by that file).
-        device: torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator
-            is an error, never a silent CPU run.
-        dtype: ``auto`` (bfloat16 on CUDA where supported, else float16 on CUDA/MPS,
-            else float32), ``float16``, ``bfloat16`` or ``float32``.
-        batch_size: images described, or prompts drawn, per forward batch.
-        guidance_scale: classifier-free guidance of image generation (Janus' own
-            default 5); 1 means no guidance.
-        image_temperature: sampling temperature of the image codes (Janus' default
-            1); 0 takes the most likely code at every step.
-        temperature: describing temperature where the task sets none (0 = greedy).
-        max_new_tokens: description length limit where the task sets none.
+    Args: see ``ARGUMENTS``.
 
     The image size and its number of codes are the checkpoint's own (384 px from
     576 codes for Janus-Pro and Janus 1.3B); see :attr:`image_size` and :attr:`image_tokens`.
-    Defaults (guidance 5, temperature 1) are DeepSeek's generation_inference.py's.
 
     Seeds: each prompt's codes are sampled with the Gumbel-max trick from noise of
     its own ``torch.Generator(seed)`` (drawn on the CPU), which samples exactly
@@ -96,21 +72,21 @@ class JanusUnified(UnifiedCommon):
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
-    family = "janus"
 
-    def __init__(
-        self,
-        pretrained: str | None = None,
-        device: str = "cuda",
-        dtype: str = "auto",
-        batch_size: int = 4,
-        guidance_scale: float = 5.0,
-        image_temperature: float = 1.0,
-        temperature: float = 0.0,
-        max_new_tokens: int = 512,
-    ) -> None:
-        self._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
-                    max_new_tokens)
+    ARGUMENTS = Arguments("janus", (
+        Arg("pretrained", str, None, "hub id or local folder of a Janus checkpoint: transformers' format "
+            "(``deepseek-community/Janus-Pro-1B``, ``-7B``) or DeepSeek's (``deepseek-ai/Janus-1.3B``: its config.json "
+            "with ``language_config`` etc.; told apart by that file)", key=None),
+        *runtime("auto", 4),
+        Arg("guidance_scale", float, 5.0, "classifier-free guidance of image generation; 1 means no guidance",
+            source="DeepSeek's generation_inference.py (`cfg_weight`)", minimum=1.0),
+        Arg("image_temperature", float, 1.0, "sampling temperature of the image codes; 0 takes the most likely "
+            "code at every step", source="DeepSeek's generation_inference.py (`temperature`)"),
+        *describing(0.0, "inference.py (`do_sample=False`)", 512, "inference.py (`max_new_tokens=512`)"),
+    ))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._check(*args, **kwargs)
         torch = self._torch
         transformers = require("transformers", "the janus unified model")
         from .janus_deepseek import load_deepseek
@@ -138,19 +114,6 @@ class JanusUnified(UnifiedCommon):
         config = self.model.config
         self.image_tokens = int(config.vision_config.num_image_tokens)
         self.image_size = int(config.vq_config.num_patches) * 2 ** (len(config.vq_config.channel_multiplier) - 1)
-
-    def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
-               max_new_tokens) -> None:
-        self.pretrained = str(as_str("pretrained", pretrained))
-        dtype_choice = self._check_runtime(device, dtype, batch_size)
-        self.guidance_scale = number("guidance_scale", guidance_scale, minimum=1.0)
-        self.image_temperature = number("image_temperature", image_temperature)
-        self.temperature = number("temperature", temperature)
-        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
-        self._settle(dtype_choice, {
-            "guidance_scale": self.guidance_scale, "image_temperature": self.image_temperature,
-            "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-        })
 
     # -- describing ------------------------------------------------------------
 

@@ -17,45 +17,25 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
-from ....core.args import ArgumentError, as_choice, as_str
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
-from ...lazy import GeneratorPlan
 from ..base import DescribeResult
-from ..common import UnifiedCommon, authors_text, count, cut, number, plain_decoding
+from ..arguments import Arg, Arguments, Preset, Rule, runtime
+from ..common import UnifiedCommon, authors_text, cut, plain_decoding
 
 __all__ = ["BagelUnified"]
 
 RENORM_TYPES = ("global", "channel", "text_channel")
 #: the largest side the latent position table covers: max_latent_size 64 x 16 pixels per token
 MAX_IMAGE_SIZE = 64 * 16
+NOTEBOOK = "inference.ipynb's text-to-image cell"
 
 
 class BagelUnified(UnifiedCommon):
     """BAGEL checkpoints as the authors publish them (``ByteDance-Seed/BAGEL-7B-MoT``).
 
-    Args:
-        pretrained: hub id or local folder holding ``llm_config.json``, ``vit_config.json``,
-            ``ema.safetensors``, ``ae.safetensors`` and the tokenizer files.
-        device: torch device; a missing accelerator is an error, never a silent CPU run.
-        dtype: ``auto`` (bfloat16 on CUDA where supported, as the authors run), ``float16``,
-            ``bfloat16`` or ``float32``.
-        batch_size: images described, or prompts drawn, per call (each runs alone inside: the
-            authors' inference takes one sample at a time).
-        image_size: side of the drawn square image, a multiple of 16 up to 1024 (the authors'
-            ``image_shapes`` default (1024, 1024), inferencer.py).
-        num_timesteps: flow steps (50: inference.ipynb's text-to-image settings, as every default below).
-        cfg_text_scale: text guidance (4.0); 1 turns guidance off.
-        cfg_img_scale: image guidance (1.0, off); for text-to-image its context holds the prompt too.
-        cfg_interval_start, cfg_interval_end: guidance applies where start < t <= end (0.4, 1.0).
-        timestep_shift: the schedule's shift t' = s t / (1 + (s - 1) t) (3.0).
-        cfg_renorm_min: lower clamp of the guidance renormalisation (0.0; 1.0 disables it).
-        cfg_renorm_type: ``global`` (one norm per image), ``channel`` or ``text_channel`` (global).
-        max_new_tokens: the authors' ``max_think_token_n`` (1000: inference.ipynb, lmms-eval's
-            bagel) where the task sets none; as their loop, at most this many minus one tokens.
-        temperature: describing temperature where the task sets none (0: greedy, the authors'
-            ``do_sample=False``).
+    Args: see ``ARGUMENTS``.
 
     Seeds: each drawing's starting noise comes from its own ``torch.Generator(seed)`` on the CPU
     (the same numbers as ``torch.manual_seed(seed); torch.randn(...)`` before the authors' call), so
@@ -63,39 +43,50 @@ class BagelUnified(UnifiedCommon):
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
-    family = "bagel"
-    #: the constructor's defaults (plan and from_parts start from them)
-    _DEFAULTS: ClassVar[dict[str, Any]] = {
-        "pretrained": None, "device": "cuda", "dtype": "auto", "batch_size": 1, "image_size": 1024,
-        "num_timesteps": 50, "cfg_text_scale": 4.0, "cfg_img_scale": 1.0, "cfg_interval_start": 0.4,
-        "cfg_interval_end": 1.0, "timestep_shift": 3.0, "cfg_renorm_min": 0.0, "cfg_renorm_type": "global",
-        "max_new_tokens": 1000, "temperature": 0.0,
-    }
+    ARGUMENTS = Arguments("bagel", (
+        Arg("pretrained", str, None, "hub id or local folder holding ``llm_config.json``, ``vit_config.json``, "
+            "``ema.safetensors``, ``ae.safetensors`` and the tokenizer files", key=None),
+        *runtime("auto", 1, "the authors run bfloat16 (`auto` on CUDA)"),
+        Arg("image_size", int, 1024, "side of the drawn square image", source="inferencer.py's `image_shapes`",
+            minimum=16, rules=(Rule(lambda size: size % 16 == 0 and size <= MAX_IMAGE_SIZE, "expected a multiple of "
+                                    f"16 up to {MAX_IMAGE_SIZE} (BAGEL's latent grid is at most 64 tokens of 16 px a "
+                                    "side); got {given!r}"),)),
+        Arg("num_timesteps", int, 50, "flow steps", source=NOTEBOOK, minimum=2),
+        Arg("cfg_text_scale", float, 4.0, "text guidance; 1 turns guidance off", source=NOTEBOOK),
+        Arg("cfg_img_scale", float, 1.0, "image guidance (1 is off); for text-to-image its context holds the prompt "
+            "too", source=NOTEBOOK),
+        Arg("cfg_interval_start", float, 0.4, "guidance applies where start < t <= end", source=NOTEBOOK, key=None),
+        Arg("cfg_interval_end", float, 1.0, "guidance applies where start < t <= end", source=NOTEBOOK, key=None),
+        Arg("timestep_shift", float, 3.0, "the schedule's shift t' = s t / (1 + (s - 1) t)", source=NOTEBOOK),
+        Arg("cfg_renorm_min", float, 0.0, "lower clamp of the guidance renormalisation; 1.0 disables it",
+            source=NOTEBOOK),
+        Arg("cfg_renorm_type", "choice", "global", "one norm per image (``global``), per token (``channel``) or "
+            "per token of the text condition only (``text_channel``)", source=NOTEBOOK, choices=RENORM_TYPES),
+        Arg("max_new_tokens", int, 1000, "the authors' ``max_think_token_n`` where the task sets none; as their "
+            "loop, at most this many minus one tokens", source="inference.ipynb and lmms-eval's bagel "
+            "(`max_think_token_n`)"),
+        Arg("temperature", float, 0.0, "describing temperature where the task sets none (0: greedy)",
+            source="`do_sample=False`"),
+    ), presets=(
+        Preset("notebook", {}, "inference.ipynb's text-to-image cell"),
+        Preset("app", {"cfg_img_scale": 1.5, "max_new_tokens": 512},
+               "app.py: its `text_to_image` leaves the inferencer's `cfg_img_scale=1.5` in place; its "
+               "`image_understanding` passes `max_new_tokens=512` as `max_think_token_n`"),
+        Preset("lmms_eval", {"cfg_renorm_min": 1.0}, "lmms-eval 0.7.3's `bagel` class, `BASE_PARAMS['generate']`"),
+        Preset("inferencer", {"cfg_text_scale": 3.0, "cfg_img_scale": 1.5},
+               "inferencer.py's `interleave_inference` defaults"),
+    ))
+    #: the constructor's defaults (from_parts starts from them; tests read them)
+    _DEFAULTS: ClassVar[dict[str, Any]] = ARGUMENTS.defaults
 
-    def __init__(self, pretrained: str | None = None, device: str = "cuda", dtype: str = "auto", batch_size: int = 1,
-                 image_size: int = 1024, num_timesteps: int = 50, cfg_text_scale: float = 4.0,
-                 cfg_img_scale: float = 1.0, cfg_interval_start: float = 0.4, cfg_interval_end: float = 1.0,
-                 timestep_shift: float = 3.0, cfg_renorm_min: float = 0.0, cfg_renorm_type: str = "global",
-                 max_new_tokens: int = 1000, temperature: float = 0.0) -> None:
-        self._check(pretrained, device, dtype, batch_size, image_size, num_timesteps, cfg_text_scale, cfg_img_scale,
-                    cfg_interval_start, cfg_interval_end, timestep_shift, cfg_renorm_min, cfg_renorm_type,
-                    max_new_tokens, temperature)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._check(*args, **kwargs)
         try:
             self._load()
         except Exception as exc:  # no such folder or hub id, not a BAGEL checkpoint, ...
             raise GeneratorConfigError(
                 f"unified.pretrained: cannot load a BAGEL checkpoint from {self.pretrained!r}: {describe_error(exc)}"
             ) from exc
-
-    @classmethod
-    def plan(cls, **kwargs: Any) -> GeneratorPlan:
-        """Name and batch size, every argument and the device checked, no weights loaded."""
-        defaults = cls._DEFAULTS
-        unknown = sorted(set(kwargs) - set(defaults))
-        if unknown:
-            raise ArgumentError(f"unified.{unknown[0]}: not an argument of unified=bagel (allowed: "
-                                f"{', '.join(defaults)})")
-        return super().plan(**kwargs)
 
     @classmethod
     def from_parts(cls, network: Any, vae: Any, tokenizer: Any, label: str = "random", **kwargs: Any) -> BagelUnified:
@@ -105,37 +96,16 @@ class BagelUnified(UnifiedCommon):
         from .network import FlowSettings
 
         self = cls.__new__(cls)
-        self._check(**{**cls._DEFAULTS, **kwargs, "pretrained": label})
+        self._check(**{**kwargs, "pretrained": label})
         self.network, self.vae, self.tokenizer, self.special = network, vae, tokenizer, special_ids(tokenizer)
         self.flow = FlowSettings(self.cfg_text_scale, self.cfg_img_scale, self.cfg_interval, self.timestep_shift,
                                  self.num_timesteps, self.cfg_renorm_min, self.cfg_renorm_type)
         return self
 
-    def _check(self, pretrained, device, dtype, batch_size, image_size, num_timesteps, cfg_text_scale, cfg_img_scale,
-               cfg_interval_start, cfg_interval_end, timestep_shift, cfg_renorm_min, cfg_renorm_type, max_new_tokens,
-               temperature) -> None:
-        self.pretrained = str(as_str("pretrained", pretrained))
-        dtype_choice = self._check_runtime(device, dtype, batch_size)
-        self.image_size = count("image_size", image_size, minimum=16)
-        if self.image_size % 16 or self.image_size > MAX_IMAGE_SIZE:
-            raise ArgumentError(f"image_size: expected a multiple of 16 up to {MAX_IMAGE_SIZE} (BAGEL's latent grid is "
-                                f"at most 64 tokens of 16 px a side); got {image_size!r}")
-        self.num_timesteps = count("num_timesteps", num_timesteps, minimum=2)
-        self.cfg_text_scale = number("cfg_text_scale", cfg_text_scale)
-        self.cfg_img_scale = number("cfg_img_scale", cfg_img_scale)
-        self.cfg_interval = (number("cfg_interval_start", cfg_interval_start), number("cfg_interval_end", cfg_interval_end))
-        self.timestep_shift = number("timestep_shift", timestep_shift)
-        self.cfg_renorm_min = number("cfg_renorm_min", cfg_renorm_min)
-        self.cfg_renorm_type = as_choice("cfg_renorm_type", cfg_renorm_type, RENORM_TYPES)
-        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
-        self.temperature = number("temperature", temperature)
-        self._settle(dtype_choice, {
-            "image_size": self.image_size, "num_timesteps": self.num_timesteps, "cfg_text_scale": self.cfg_text_scale,
-            "cfg_img_scale": self.cfg_img_scale, "cfg_interval": list(self.cfg_interval),
-            "timestep_shift": self.timestep_shift, "cfg_renorm_min": self.cfg_renorm_min,
-            "cfg_renorm_type": self.cfg_renorm_type, "max_new_tokens": self.max_new_tokens,
-            "temperature": self.temperature,
-        })
+    def _settings(self, values: dict[str, Any]) -> dict[str, Any]:
+        # the interval is named as one setting, as it always was
+        self.cfg_interval = (values["cfg_interval_start"], values["cfg_interval_end"])
+        return {**super()._settings(values), "cfg_interval": list(self.cfg_interval)}
 
     def _load(self) -> None:
         from .loading import load_bagel

@@ -20,13 +20,13 @@ from typing import Any
 
 from PIL import Image
 
-from ....core.args import ArgumentError, as_str
 from ....core.deps import require
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
 from ..base import DescribeResult
-from ..common import UnifiedCommon, authors_text, count, cut, hf_decoding, number
+from ..arguments import Arg, Arguments, Rule, describing, runtime
+from ..common import UnifiedCommon, authors_text, cut, hf_decoding
 
 #: the authors' text-to-image instruction (inference.py, gradio/app.py, eval/geneval/generate.py)
 DRAW_INSTRUCTION = "Please generate image based on the following caption: {}"
@@ -43,25 +43,7 @@ QWEN_FACTOR, QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 28, 4 * 28 * 28, 16384 * 28 * 28
 class Blip3oUnified(UnifiedCommon):
     """BLIP3-o checkpoints in the authors' layout (``BLIP3o/BLIP3o-Model-4B``, ``-8B``).
 
-    Args:
-        pretrained: hub id or local folder of a BLIP3-o checkpoint as published (the paper's 4B:
-            ``BLIP3o/BLIP3o-Model-4B``).
-        processor: hub id or folder whose image processor and chat template describe with
-            (inference.py and gradio/app.py load ``Qwen/Qwen2.5-VL-7B-Instruct``'s); the text is
-            tokenized by the checkpoint's own tokenizer (the same Qwen2.5 vocabulary).
-        device: torch device; a missing accelerator is an error, never a silent CPU run.
-        dtype: ``auto`` (bfloat16 on CUDA where supported...), ``float16``, ``bfloat16``, ``float32``.
-        batch_size: images described per forward batch, prompts per drawing chunk (drawn one by one).
-        dit_steps: the DiT's Euler steps (``sample_images``' default 30).
-        dit_guidance: the DiT's guidance against a zero condition (``sample_images``' default 3.0).
-        decoder_steps: the diffusion decoder's steps (the pipeline's default 50; inference.py
-            passes none).
-        decoder_guidance: the decoder's guidance against the features of " " (inference.py and
-            gradio/app.py pass 3.0); as the pipeline, guidance only above 1: at 1 or below the
-            conditional branch alone (the scale then has no effect) and " " is not encoded.
-        image_size: output height and width in pixels (the pipeline's default 1024, the paper's).
-        temperature: describing temperature where the task sets none (0 = greedy).
-        max_new_tokens: description length limit where the task sets none (app.py's 1024).
+    Args: see ``ARGUMENTS``.
 
     Seeds: one CPU ``torch.Generator(seed)`` per prompt draws, in the authors' order, the DiT's
     noise for the prompt, the DiT's noise for " " (only when ``decoder_guidance`` > 1), and the
@@ -72,14 +54,30 @@ class Blip3oUnified(UnifiedCommon):
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
-    family = "blip3o"
 
-    def __init__(self, pretrained: str = "BLIP3o/BLIP3o-Model-4B", processor: str = "Qwen/Qwen2.5-VL-7B-Instruct",
-                 device: str = "cuda", dtype: str = "auto", batch_size: int = 1, dit_steps: int = 30,
-                 dit_guidance: float = 3.0, decoder_steps: int = 50, decoder_guidance: float = 3.0,
-                 image_size: int = 1024, temperature: float = 0.0, max_new_tokens: int = 1024) -> None:
-        self._check(pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
-                    decoder_guidance, image_size, temperature, max_new_tokens)
+    ARGUMENTS = Arguments("blip3o", (
+        Arg("pretrained", str, "BLIP3o/BLIP3o-Model-4B", "hub id or local folder of a BLIP3-o checkpoint as "
+            "published", source="the paper's 4B", key=None),
+        Arg("processor", str, "Qwen/Qwen2.5-VL-7B-Instruct", "hub id or folder whose image processor and chat "
+            "template describe with; the text is tokenized by the checkpoint's own tokenizer (the same Qwen2.5 "
+            "vocabulary)", source="inference.py and gradio/app.py", attr="processor_id"),
+        *runtime("auto", 1),
+        Arg("dit_steps", int, 30, "the DiT's Euler steps", source="`sample_images`"),
+        Arg("dit_guidance", float, 3.0, "the DiT's guidance against a zero condition", source="`sample_images`"),
+        Arg("decoder_steps", int, 50, "the diffusion decoder's steps (inference.py passes none)",
+            source="pipeline_llava_gen.py's `__call__`"),
+        Arg("decoder_guidance", float, 3.0, "the decoder's guidance against the features of \" \"; as the "
+            "pipeline, guidance only above 1: at 1 or below the conditional branch alone (the scale then has no "
+            "effect) and \" \" is not encoded", source="inference.py and gradio/app.py (guidance only above 1, as "
+            "the pipeline's `guidance_scale > 1.0`)"),
+        Arg("image_size", int, 1024, "output height and width in pixels", source="pipeline_llava_gen.py's "
+            "`__call__`", minimum=8, rules=(Rule(lambda size: size % 8 == 0, "expected a multiple of 8 (the "
+                                                 "decoder's latent grid); got {value}"),)),
+        *describing(0.0, "greedy", 1024, "gradio/app.py"),
+    ))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._check(*args, **kwargs)
         torch = self._torch
         transformers = require("transformers", "the blip3o unified model")
         require("diffusers", "the blip3o unified model")
@@ -124,25 +122,6 @@ class Blip3oUnified(UnifiedCommon):
         self.queries = self.queries.to(self._device)
         self.n_query = int(n_query or self.queries.shape[1])
         self.vae_scale = 2 ** (len(self.vae.config.block_out_channels) - 1)
-
-    def _check(self, pretrained, processor, device, dtype, batch_size, dit_steps, dit_guidance, decoder_steps,
-               decoder_guidance, image_size, temperature, max_new_tokens) -> None:
-        self.pretrained = str(as_str("pretrained", pretrained))
-        self.processor_id = str(as_str("processor", processor))
-        dtype_choice = self._check_runtime(device, dtype, batch_size)
-        self.dit_steps = count("dit_steps", dit_steps)
-        self.dit_guidance = number("dit_guidance", dit_guidance)
-        self.decoder_steps = count("decoder_steps", decoder_steps)
-        self.decoder_guidance = number("decoder_guidance", decoder_guidance)
-        self.image_size = count("image_size", image_size, minimum=8)
-        if self.image_size % 8:
-            raise ArgumentError(f"image_size: expected a multiple of 8 (the decoder's latent grid); got {self.image_size}")
-        self.temperature = number("temperature", temperature)
-        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
-        self._settle(dtype_choice, {
-            "processor": self.processor_id, "dit_steps": self.dit_steps, "dit_guidance": self.dit_guidance,
-            "decoder_steps": self.decoder_steps, "decoder_guidance": self.decoder_guidance,
-            "image_size": self.image_size, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens})
 
     # -- describing ------------------------------------------------------------
 

@@ -89,12 +89,9 @@ def random_blip3o(device: str = "cuda", dtype: str = "bfloat16", tokenizer: str 
 
     parity = Path(__file__).resolve().parents[4] / "tests" / "support" / "data" / "parity" / "blip3o"
     model = Blip3oUnified.__new__(Blip3oUnified)
-    model._check("random-real-size", str(parity / "Qwen2.5-VL-7B-Instruct"), device, dtype,
-                 settings.pop("batch_size", 1), settings.pop("dit_steps", 30), settings.pop("dit_guidance", 3.0),
-                 settings.pop("decoder_steps", 50), settings.pop("decoder_guidance", 3.0),
-                 settings.pop("image_size", 1024), settings.pop("temperature", 0.0), settings.pop("max_new_tokens", 1024))
-    if settings:
-        raise TypeError(f"random_blip3o: unknown settings {sorted(settings)}")
+    # the table's defaults for the settings not given; an unknown setting is an ArgumentError
+    model._check(pretrained="random-real-size", processor=str(parity / "Qwen2.5-VL-7B-Instruct"), device=device,
+                 dtype=dtype, **settings)
     torch_dtype = getattr(torch, model.dtype)
     with torch.device(model._device):
         parts = real_parts()

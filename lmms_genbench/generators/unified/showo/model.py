@@ -23,41 +23,23 @@ from typing import Any
 
 from PIL import Image
 
-from ....core.args import as_str
 from ....core.deps import MissingDependencyError, require
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
 from ..base import DescribeResult
-from ..common import UnifiedCommon, authors_text, count, cut, number, plain_decoding
+from ..arguments import Arg, Arguments, describing, runtime
+from ..common import UnifiedCommon, authors_text, cut, plain_decoding
 
 #: configs/showo_demo_512x512.yaml: model.showo.pretrained_model_path, vq_model_name, llm_model_path
 PRETRAINED, VQ_MODEL, TOKENIZER = "showlab/show-o-512x512", "showlab/magvitv2", "microsoft/phi-1_5"
+YAML = "`configs/showo_demo_512x512.yaml`"
 
 
 class ShowoUnified(UnifiedCommon):
     """Show-o from its published checkpoints (see the module docstring for the command).
 
-    Args:
-        pretrained: the Show-o transformer, hub id or folder (default ``showlab/show-o-512x512``).
-        vq_model: the MAGVIT-v2 tokenizer, hub id or folder (default ``showlab/magvitv2``).
-        tokenizer: Phi-1.5's tokenizer and config, hub id or folder (default ``microsoft/phi-1_5``).
-        device: torch device; a missing accelerator is an error, never a silent CPU run.
-        dtype: the transformer's dtype, ``float32`` by default: the authors' scripts run the
-            published float32 weights as they are (5.8 GB); ``bfloat16`` halves that at some
-            drift from their numbers; ``auto`` (bfloat16 on CUDA where supported, else float16 on
-            CUDA/MPS, else float32) and ``float16`` are accepted too. The image tokenizer runs in
-            float32 always, as in the authors' scripts.
-        batch_size: images described, or prompts drawn, per forward batch.
-        guidance_scale: classifier-free guidance, logits = (1 + s) cond - s uncond; 0 turns it
-            off (the README's 512 x 512 command: ``guidance_scale=5``).
-        generation_timesteps: MaskGIT steps (the same command: ``generation_timesteps=50``).
-        image_temperature: the Gumbel temperature of re-masking at the first step (inference_t2i.py:
-            ``generation_temperature``, default 1.0).
-        temperature: describing temperature where the task sets none (0 = greedy, as
-            inference_mmu.py's ``top_k=1``).
-        max_new_tokens: description length limit where the task sets none (the README's
-            inference_mmu.py command: ``max_new_tokens=100``).
+    Args: see ``ARGUMENTS``.
 
     Seeds: each prompt's draws come from its own CPU ``torch.Generator(seed)`` (:mod:`.maskgit`),
     so an image depends only on its prompt and seed. Describing with a temperature samples from
@@ -65,24 +47,25 @@ class ShowoUnified(UnifiedCommon):
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
-    family = "showo"
 
-    def __init__(
-        self,
-        pretrained: str = PRETRAINED,
-        vq_model: str = VQ_MODEL,
-        tokenizer: str = TOKENIZER,
-        device: str = "cuda",
-        dtype: str = "float32",
-        batch_size: int = 4,
-        guidance_scale: float = 5.0,
-        generation_timesteps: int = 50,
-        image_temperature: float = 1.0,
-        temperature: float = 0.0,
-        max_new_tokens: int = 100,
-    ) -> None:
-        self._check(pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
-                    generation_timesteps, image_temperature, temperature, max_new_tokens)
+    ARGUMENTS = Arguments("showo", (
+        Arg("pretrained", str, PRETRAINED, "the Show-o transformer, hub id or folder", source=YAML, key=None),
+        Arg("vq_model", str, VQ_MODEL, "the MAGVIT-v2 tokenizer, hub id or folder", source=YAML),
+        Arg("tokenizer", str, TOKENIZER, "Phi-1.5's tokenizer and config, hub id or folder", source=YAML,
+            attr="tokenizer_id"),
+        *runtime("float32", 4, "their scripts run the published float32 weights as they are (5.8 GB); bfloat16 "
+                 "halves that at some drift from their numbers; the image tokenizer runs in float32 always"),
+        Arg("guidance_scale", float, 5.0, "classifier-free guidance, logits = (1 + s) cond - s uncond; 0 turns it "
+            "off", source="the README's 512 px `inference_t2i.py` command"),
+        Arg("generation_timesteps", int, 50, "MaskGIT steps", source="the README's 512 px `inference_t2i.py` command",
+            attr="steps"),
+        Arg("image_temperature", float, 1.0, "the Gumbel temperature of re-masking at the first step",
+            source="inference_t2i.py's `generation_temperature`"),
+        *describing(0.0, "inference_mmu.py's `top_k=1` (greedy)", 100, "the README's inference_mmu.py command"),
+    ))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._check(*args, **kwargs)
         torch = self._torch
         try:
             self._load()
@@ -103,23 +86,6 @@ class ShowoUnified(UnifiedCommon):
         return [("pretrained", str(pretrained), "pytorch_model.safetensors"),
                 ("vq_model", str(vq_model), "pytorch_model.safetensors"),
                 ("tokenizer", str(tokenizer), "tokenizer_config.json")]
-
-    def _check(self, pretrained, vq_model, tokenizer, device, dtype, batch_size, guidance_scale,
-               generation_timesteps, image_temperature, temperature, max_new_tokens) -> None:
-        self.pretrained = str(as_str("pretrained", pretrained))
-        self.vq_model = str(as_str("vq_model", vq_model))
-        self.tokenizer_id = str(as_str("tokenizer", tokenizer))
-        dtype_choice = self._check_runtime(device, dtype, batch_size)
-        self.guidance_scale = number("guidance_scale", guidance_scale)
-        self.steps = count("generation_timesteps", generation_timesteps)
-        self.image_temperature = number("image_temperature", image_temperature)
-        self.temperature = number("temperature", temperature)
-        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
-        self._settle(dtype_choice, {
-            "vq_model": self.vq_model, "tokenizer": self.tokenizer_id, "guidance_scale": self.guidance_scale,
-            "generation_timesteps": self.steps, "image_temperature": self.image_temperature,
-            "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
-        })
 
     # -- loading ---------------------------------------------------------------
 

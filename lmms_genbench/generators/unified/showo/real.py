@@ -53,12 +53,9 @@ def random_showo(device: str = "cuda", dtype: str = "float32", tokenizer: str | 
         local = Path(__file__).resolve().parents[4] / "tests" / "support" / "data" / "parity" / "showo" / "phi-1_5"
         tokenizer = str(local) if local.is_dir() else TOKENIZER
     model = ShowoUnified.__new__(ShowoUnified)
-    model._check("random:show-o-512x512", "random:magvitv2", tokenizer, device, dtype, settings.pop("batch_size", 1),
-                 settings.pop("guidance_scale", 5.0), settings.pop("generation_timesteps", 50),
-                 settings.pop("image_temperature", 1.0), settings.pop("temperature", 0.0),
-                 settings.pop("max_new_tokens", 100))
-    if settings:
-        raise TypeError(f"random_showo: unknown settings {sorted(settings)}")
+    # the table's defaults for the settings not given; an unknown setting is an ArgumentError
+    model._check(pretrained="random:show-o-512x512", vq_model="random:magvitv2", tokenizer=tokenizer, device=device,
+                 dtype=dtype, batch_size=settings.pop("batch_size", 1), **settings)
     model.config = dict(SHOWO_512)
     model.vocab = load_vocab(tokenizer, SHOWO_512["llm_vocab_size"], SHOWO_512["codebook_size"], exact=False)
     torch.manual_seed(0)

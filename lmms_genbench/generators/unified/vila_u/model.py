@@ -20,33 +20,25 @@ from typing import Any
 
 from PIL import Image
 
-from ....core.args import ArgumentError, as_str
 from ....core.deps import require
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
 from ..base import DescribeResult
-from ..common import UnifiedCommon, count, cut, hf_decoding, number
+from ..arguments import Arg, Arguments, Rule, runtime
+from ..common import UnifiedCommon, cut, hf_decoding
+
+#: where the authors' depth transformer samples each code
+DEPTH_SAMPLER = "`RQTransformer.generate` in `rqtransformer/modeling_rqtransformer.py`"
+#: a probability mass in (0, 1]
+FRACTION = Rule(lambda p: 0 < p <= 1, "expected a number in (0, 1]; got {given!r}")
 
 
 class VilaUUnified(UnifiedCommon):
     """VILA-U checkpoints in the authors' layout (``config.json``, ``llm/``, ``vision_tower/``,
     ``mm_projector/``), from a hub id or a local folder.
 
-    Args:
-        pretrained: hub id or folder (``mit-han-lab/vila-u-7b-256``; the paper's 256 px model).
-        device: torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator is an error.
-        dtype: ``auto`` (bfloat16 on CUDA where supported, as the authors' loader defaults to;
-            else float16 on CUDA/MPS, else float32), ``float16``, ``bfloat16`` or ``float32``.
-        batch_size: images described, or prompts drawn, per forward batch.
-        guidance_scale: classifier-free guidance of the image codes; 3.0 is the authors' default
-            (``inference.py --cfg``, ``generate_image_content(cfg=3.0)``).
-        image_temperature, image_top_k, image_top_p: sampling of each code; 1.0, 900 and 0.96 are
-            what the authors' depth transformer samples with (``RQTransformer.generate`` in
-            ``rqtransformer/modeling_rqtransformer.py``); image_temperature 0 takes the best code.
-        temperature, top_p: describing, where the task sets none: 0.9 and 0.6, the authors'
-            ``inference.py`` defaults for understanding; temperature 0 is greedy.
-        max_new_tokens: description length limit where the task sets none.
+    Args: see ``ARGUMENTS``.
 
     Seeds: each prompt's codes are drawn from its own ``torch.Generator(seed)`` on the CPU as
     ``torch.multinomial`` draws (``argmax(p / E)``, ``E ~ Exp(1)``), and the generator is advanced
@@ -57,14 +49,26 @@ class VilaUUnified(UnifiedCommon):
     """
 
     concurrent = False  # one network on one device: describe and draw in turn
-    family = "vila_u"
 
-    def __init__(self, pretrained: str = "mit-han-lab/vila-u-7b-256", device: str = "cuda", dtype: str = "auto",
-                 batch_size: int = 4, guidance_scale: float = 3.0, image_temperature: float = 1.0,
-                 image_top_k: int = 900, image_top_p: float = 0.96, temperature: float = 0.9, top_p: float = 0.6,
-                 max_new_tokens: int = 512) -> None:
-        self._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
-                    image_top_p, temperature, top_p, max_new_tokens)
+    ARGUMENTS = Arguments("vila_u", (
+        Arg("pretrained", str, "mit-han-lab/vila-u-7b-256", "hub id or folder", source="the paper's 256 px model",
+            key=None),
+        *runtime("auto", 4, "the authors' loader defaults to bfloat16 (`auto` on CUDA)"),
+        Arg("guidance_scale", float, 3.0, "classifier-free guidance of the image codes",
+            source="inference.py `--cfg`, `generate_image_content(cfg=3.0)`"),
+        Arg("image_temperature", float, 1.0, "sampling temperature of each code; 0 takes the best code",
+            source=DEPTH_SAMPLER),
+        Arg("image_top_k", int, 900, "top-k of each code's sampling", source=DEPTH_SAMPLER),
+        Arg("image_top_p", float, 0.96, "top-p of each code's sampling", source=DEPTH_SAMPLER, rules=(FRACTION,)),
+        Arg("temperature", float, 0.9, "describing temperature where the task sets none; 0 is greedy",
+            source="inference.py's understanding defaults"),
+        Arg("top_p", float, 0.6, "describing top-p where the task sets none", source="inference.py's understanding "
+            "defaults", rules=(FRACTION,)),
+        Arg("max_new_tokens", int, 512, "description length limit where the task sets none"),
+    ))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._check(*args, **kwargs)
         torch = self._torch
         transformers = require("transformers", "the vila_u unified model")
         from . import checkpoint
@@ -103,23 +107,6 @@ class VilaUUnified(UnifiedCommon):
         eos = generation.eos_token_id if generation.eos_token_id is not None else self.tokenizer.eos_token_id
         self.eos_ids = [eos] if isinstance(eos, int) else list(eos)
         self.pad_id = generation.pad_token_id if generation.pad_token_id is not None else 0
-
-    def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, image_top_k,
-               image_top_p, temperature, top_p, max_new_tokens) -> None:
-        self.pretrained = str(as_str("pretrained", pretrained))
-        dtype_choice = self._check_runtime(device, dtype, batch_size)
-        self.guidance_scale = number("guidance_scale", guidance_scale)
-        self.image_temperature = number("image_temperature", image_temperature)
-        self.image_top_k = count("image_top_k", image_top_k)
-        self.image_top_p = _fraction("image_top_p", image_top_p)
-        self.temperature = number("temperature", temperature)
-        self.top_p = _fraction("top_p", top_p)
-        self.max_new_tokens = count("max_new_tokens", max_new_tokens)
-        self._settle(dtype_choice, {
-            "guidance_scale": self.guidance_scale, "image_temperature": self.image_temperature,
-            "image_top_k": self.image_top_k, "image_top_p": self.image_top_p, "temperature": self.temperature,
-            "top_p": self.top_p, "max_new_tokens": self.max_new_tokens,
-        })
 
     # -- understanding ---------------------------------------------------------
 
@@ -192,11 +179,3 @@ class VilaUUnified(UnifiedCommon):
         latent = self.tower.quantizer.embed(codes).cumsum(dim=-2)[..., -1, :]
         latent = latent.reshape(codes.shape[0], self.grid, self.grid, -1)
         return self.tower.decode(latent).float().add(1).mul(127.5).clamp(0, 255)
-
-
-def _fraction(name: str, value: Any) -> float:
-    """A probability mass in (0, 1]."""
-    fraction = number(name, value)
-    if not 0 < fraction <= 1:
-        raise ArgumentError(f"{name}: expected a number in (0, 1]; got {value!r}")
-    return fraction

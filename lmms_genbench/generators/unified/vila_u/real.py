@@ -66,7 +66,8 @@ def random_model(tokenizer_folder: str, device: str = "cuda", dtype: str = "bflo
     from .tokenizer import LlamaSlowTokenizer
 
     model = VilaUUnified.__new__(VilaUUnified)
-    model._check("random:vila-u-7b-256", device, dtype, 1, 3.0, 1.0, 900, 0.96, 0.0, 0.6, 64)
+    model._check(pretrained="random:vila-u-7b-256", device=device, dtype=dtype, batch_size=1, temperature=0.0,
+                 max_new_tokens=64)
     built = parts(str(model._device), getattr(torch, model.dtype))
     model.tokenizer = LlamaSlowTokenizer(tokenizer_folder)
     model.llm, model.tower, model.depth, model.projector = (
