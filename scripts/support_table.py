@@ -74,15 +74,17 @@ UNIFIED_DEFAULTS = r"""
 ## Unified models: where each default comes from, and what still differs
 
 Each `unified=<model>` default is the authors' own, from the file named here (commits as in the
-parity READMEs under `tests/support/data/parity/`); the constructors' docstrings say the same.
+parity READMEs under `tests/support/data/parity/`). The defaults column is rendered from each
+class's argument table (`ARGUMENTS`, `lmms_genbench/generators/unified/arguments.py`), which
+the constructor, its checks, its signature and its docstring read too.
 
 | model | defaults (argument = value: source) | remaining differences from the authors' code |
 |---|---|---|
-| Show-o | `pretrained`, `vq_model`, `tokenizer` = `showlab/show-o-512x512`, `showlab/magvitv2`, `microsoft/phi-1_5`: `configs/showo_demo_512x512.yaml`; `guidance_scale` = 5, `generation_timesteps` = 50: the README's 512 px command; `image_temperature` = 1.0: inference_t2i.py's `generation_temperature`; `temperature` = 0 (greedy): inference_mmu.py's `top_k=1`; `max_new_tokens` = 100: the README's inference_mmu.py command; `dtype` = float32: their scripts run the float32 weights | flash-attention/CUDA kernels and bfloat16 not compared; the CLIP-ViT variant is refused |
-| Janus / Janus-Pro | `guidance_scale` = 5, `image_temperature` = 1: DeepSeek's generation_inference.py (`cfg_weight`, `temperature`); `temperature` = 0, `max_new_tokens` = 512: inference.py (`do_sample=False`, `max_new_tokens=512`); DeepSeek-format prompts: roles `User`/`Assistant` for Janus-1.3B (README "Janus" section, inference.py), `<\|User\|>`/`<\|Assistant\|>` otherwise (README "Janus-Pro" section; the `deepseek` template of janus/utils/conversation.py), separators from that template | several images per prompt (`parallel_size` > 1) drawn one per seed instead; bfloat16/CUDA numerics not compared; DeepSeek-format Janus-Pro outputs (as opposed to its prompt ids) not recorded |
-| BAGEL | `num_timesteps` = 50, `cfg_text_scale` = 4.0, `cfg_img_scale` = 1.0, `cfg_interval` = (0.4, 1.0), `timestep_shift` = 3.0, `cfg_renorm_min` = 0.0, `cfg_renorm_type` = global: inference.ipynb's text-to-image cell; `image_size` = 1024: inferencer.py's `image_shapes`; `max_new_tokens` = 1000: inference.ipynb and lmms-eval's bagel (`max_think_token_n`); `temperature` = 0: `do_sample=False`. The authors' own sources disagree and the notebook's set is the one followed; the others are these settings away (not recorded against the authors' outputs here): app.py `unified.cfg_img_scale=1.5` (the inferencer's default, which its text-to-image call leaves in place); lmms-eval 0.7.3's `bagel` class `unified.cfg_renorm_min=1.0`; the inferencer's bare defaults `unified.cfg_text_scale=3.0,unified.cfg_img_scale=1.5` | the port strips the prompt and the returned text (the authors do neither); flash-attn and bfloat16 not compared; editing and thinking modes absent |
-| BLIP3-o | `processor` = `Qwen/Qwen2.5-VL-7B-Instruct`: inference.py and gradio/app.py; `dit_steps` = 30, `dit_guidance` = 3.0: `sample_images`; `decoder_steps` = 50, `image_size` = 1024: pipeline_llava_gen.py's `__call__`; `decoder_guidance` = 3.0: inference.py and gradio/app.py (guidance only above 1, as the pipeline's `guidance_scale > 1.0`); `max_new_tokens` = 1024: gradio/app.py; `temperature` = 0: greedy | one `dtype` for every part (the authors: float16 language model and DiT, bfloat16 decoder); the authors' load-time `<im_patch>` + `resize_token_embeddings` (one extra, randomly initialised logit row where the tokenizer lacks it) is not done; " " features recomputed per image from its seed (the authors cache them after their first call) |
-| VILA-U | `pretrained` = `mit-han-lab/vila-u-7b-256`: the paper's 256 px model; `guidance_scale` = 3.0: inference.py `--cfg`; `image_temperature` = 1.0, `image_top_k` = 900, `image_top_p` = 0.96: `RQTransformer.generate`; `temperature` = 0.9, `top_p` = 0.6: inference.py's understanding defaults; `max_new_tokens` = 512 | their flash-attention kernel (a PyTorch stand-in ran in its place); bfloat16 language model logits differ (0.17 at a logit scale of 4.8 on tiny weights, greedy text parts at the third token) while the bfloat16 decoder is exact |
+| Show-o | @showo@ | flash-attention/CUDA kernels and bfloat16 not compared; the CLIP-ViT variant is refused |
+| Janus / Janus-Pro | @janus@; DeepSeek-format prompts: roles `User`/`Assistant` for Janus-1.3B (README "Janus" section, inference.py), `<\|User\|>`/`<\|Assistant\|>` otherwise (README "Janus-Pro" section; the `deepseek` template of janus/utils/conversation.py), separators from that template | several images per prompt (`parallel_size` > 1) drawn one per seed instead; bfloat16/CUDA numerics not compared; DeepSeek-format Janus-Pro outputs (as opposed to its prompt ids) not recorded |
+| BAGEL | @bagel@ | the port strips the prompt and the returned text (the authors do neither); flash-attn and bfloat16 not compared; editing and thinking modes absent |
+| BLIP3-o | @blip3o@ | one `dtype` for every part (the authors: float16 language model and DiT, bfloat16 decoder); the authors' load-time `<im_patch>` + `resize_token_embeddings` (one extra, randomly initialised logit row where the tokenizer lacks it) is not done; " " features recomputed per image from its seed (the authors cache them after their first call) |
+| VILA-U | @vila_u@ | their flash-attention kernel (a PyTorch stand-in ran in its place); bfloat16 language model logits differ (0.17 at a logit scale of 4.8 on tiny weights, greedy text parts at the third token) while the bfloat16 decoder is exact |
 
 Every port decodes text as the authors' pinned transformers does: `clean_up_tokenization_spaces`
 is applied where the tokenizer config sets it, or where it says nothing and that version's
@@ -142,6 +144,18 @@ FOOTER = """
 """
 
 
+def unified_defaults() -> str:
+    """:data:`UNIFIED_DEFAULTS` with each model's defaults cell rendered from its argument table."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from lmms_genbench.generators.unified import UNIFIED_MODELS
+
+    text = UNIFIED_DEFAULTS
+    for family in UNIFIED_MODELS.names():
+        text = text.replace(f"@{family}@", UNIFIED_MODELS.load(family).ARGUMENTS.defaults_cell())
+    return text
+
+
 def _row(name: str, entry: dict) -> str:
     if entry.get("skipped"):
         status = f"skipped: {entry.get('reason', '')}"
@@ -174,7 +188,7 @@ def render(results_dir: Path) -> str:
             + "\n".join(_row(name, entry) for name, entry in sorted(entries.items()))
             + "\n"
         )
-    return HEADER.format(docs=docs) + "".join(parts) + SDP_MODELS + UNIFIED_DEFAULTS + FOOTER
+    return HEADER.format(docs=docs) + "".join(parts) + SDP_MODELS + unified_defaults() + FOOTER
 
 
 def main(argv: list[str] | None = None) -> int:

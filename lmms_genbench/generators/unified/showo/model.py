@@ -53,8 +53,8 @@ class ShowoUnified(UnifiedCommon):
         Arg("vq_model", str, VQ_MODEL, "the MAGVIT-v2 tokenizer, hub id or folder", source=YAML),
         Arg("tokenizer", str, TOKENIZER, "Phi-1.5's tokenizer and config, hub id or folder", source=YAML,
             attr="tokenizer_id"),
-        *runtime("float32", 4, "their scripts run the published float32 weights as they are (5.8 GB); bfloat16 "
-                 "halves that at some drift from their numbers; the image tokenizer runs in float32 always"),
+        # bfloat16 halves the 5.8 GB at some drift from their numbers; the image tokenizer stays float32
+        *runtime("float32", 4, "their scripts run the published float32 weights"),
         Arg("guidance_scale", float, 5.0, "classifier-free guidance, logits = (1 + s) cond - s uncond; 0 turns it "
             "off", source="the README's 512 px `inference_t2i.py` command"),
         Arg("generation_timesteps", int, 50, "MaskGIT steps", source="the README's 512 px `inference_t2i.py` command",

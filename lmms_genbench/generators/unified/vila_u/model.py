@@ -64,7 +64,8 @@ class VilaUUnified(UnifiedCommon):
             source="inference.py's understanding defaults"),
         Arg("top_p", float, 0.6, "describing top-p where the task sets none", source="inference.py's understanding "
             "defaults", rules=(FRACTION,)),
-        Arg("max_new_tokens", int, 512, "description length limit where the task sets none"),
+        Arg("max_new_tokens", int, 512, "description length limit where the task sets none", source="ours: the "
+            "authors' `generate_content` passes none (the checkpoint's generation config decides)"),
     ))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
