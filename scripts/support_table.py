@@ -5,6 +5,8 @@
 
 ``--results DIR`` and ``--out FILE`` change where it reads and writes; ``--check``
 exits 1 when the file on disk differs from what the results give (nothing written).
+``--unified`` rewrites only the unified models' defaults section of the file on disk, from the
+classes' argument tables (no results needed: after a change to a table).
 A role whose results file is missing stops the script with one line naming the test to run.
 """
 
@@ -191,12 +193,26 @@ def render(results_dir: Path) -> str:
     return HEADER.format(docs=docs) + "".join(parts) + SDP_MODELS + unified_defaults() + FOOTER
 
 
+def _rewrite_unified(out: Path) -> int:
+    """``out``'s unified defaults section (from its heading to the next ``## ``) rendered anew."""
+    text, section = out.read_text(), unified_defaults()
+    head = section.split("\n", 2)[1] + "\n"
+    start = text.index(head)
+    end = text.find("\n## ", start + len(head))
+    out.write_text(text[:start] + section.lstrip("\n") + (text[end:] if end >= 0 else ""))
+    print(f"support_table: rewrote the unified defaults of {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "build" / "support_matrix")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "support.md")
     parser.add_argument("--check", action="store_true", help="exit 1 if --out differs; write nothing")
+    parser.add_argument("--unified", action="store_true", help="rewrite only the unified defaults section of --out")
     args = parser.parse_args(argv)
+    if args.unified:
+        return _rewrite_unified(args.out)
     text = render(args.results)
     if args.check:
         same = args.out.is_file() and args.out.read_text() == text

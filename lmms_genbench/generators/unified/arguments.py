@@ -19,7 +19,7 @@ from typing import Any
 from ...core.args import ArgumentError, as_choice, as_float, as_int, as_str
 from ..common import DTYPES
 
-__all__ = ["Arg", "Arguments", "Preset", "Rule", "describing", "runtime"]
+__all__ = ["FRACTION", "Arg", "Arguments", "Preset", "Rule", "describing", "runtime"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,10 @@ class Rule:
 
     test: Callable[[Any], bool]
     message: str
+
+
+#: a probability mass in (0, 1]
+FRACTION = Rule(lambda p: 0 < p <= 1, "expected a number in (0, 1]; got {given!r}")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class Arg:
     rules: tuple[Rule, ...] = ()
     attr: str | None = ""
     key: str | None = ""
+    optional: bool = False
 
     def check(self, value: Any) -> Any:
         """``value`` as the model keeps it; an :class:`ArgumentError` naming the argument, what is
@@ -63,7 +68,10 @@ class Arg:
         elif self.kind is int:
             checked = int(as_int(self.name, value, minimum=int(1 if self.minimum is None else self.minimum)))  # type: ignore[arg-type]
         else:
-            checked = float(as_float(self.name, value, minimum=0.0 if self.minimum is None else self.minimum))  # type: ignore[arg-type]
+            checked = as_float(self.name, value, minimum=0.0 if self.minimum is None else self.minimum,
+                               optional=self.optional)
+            if checked is None:
+                return None
         for rule in self.rules:
             if not rule.test(checked):
                 raise ArgumentError(f"{self.name}: " + rule.message.format(value=checked, given=value))
@@ -81,7 +89,7 @@ class Arg:
         if self.kind is str:
             return "a string"
         low = (1 if self.minimum is None else int(self.minimum)) if self.kind is int else (self.minimum or 0.0)
-        words = f"{'an integer' if self.kind is int else 'a number'} >= {low:g}"
+        words = f"{'an integer' if self.kind is int else 'a number'} >= {low:g}" + (" or none" if self.optional else "")
         return words + "".join(f"; {rule.message.split(';')[0].removeprefix('expected ')}" for rule in self.rules)
 
 

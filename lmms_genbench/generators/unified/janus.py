@@ -29,7 +29,7 @@ from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
 from ..common import check_image, describe_error
 from .base import DescribeResult
-from .arguments import Arg, Arguments, describing, runtime
+from .arguments import FRACTION, Arg, Arguments, Preset, describing, runtime
 from .common import CheckpointError, UnifiedCommon, authors_text, cut, hf_decoding
 
 
@@ -83,6 +83,12 @@ class JanusUnified(UnifiedCommon):
         Arg("image_temperature", float, 1.0, "sampling temperature of the image codes; 0 takes the most likely "
             "code at every step", source="DeepSeek's generation_inference.py (`temperature`)"),
         *describing(0.0, "inference.py (`do_sample=False`)", 512, "inference.py (`max_new_tokens=512`)"),
+        Arg("top_p", float, None, "describing top-p where the task sets none and samples (none: not passed)",
+            source="inference.py (greedy: none)", optional=True, rules=(FRACTION,)),
+    ), presets=(
+        Preset("inference", {}, "DeepSeek's inference.py for describing, generation_inference.py for drawing"),
+        Preset("app", {"temperature": 0.1, "top_p": 0.95}, "demo/app_januspro.py and demo/app.py: their "
+               "understanding sliders' defaults, sampled; drawing as generation_inference.py"),
     ))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -115,11 +121,17 @@ class JanusUnified(UnifiedCommon):
         self.image_tokens = int(config.vision_config.num_image_tokens)
         self.image_size = int(config.vq_config.num_patches) * 2 ** (len(config.vq_config.channel_multiplier) - 1)
 
+    def _settings(self, values: dict[str, Any]) -> dict[str, Any]:
+        settings = super()._settings(values)
+        if settings["top_p"] is None:  # not passed: the name stays the one it had before top_p existed
+            del settings["top_p"]
+        return settings
+
     # -- describing ------------------------------------------------------------
 
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
         """One description (or failure) per image, with the task's decoding settings."""
-        settings, until = hf_decoding(gen_kwargs or {}, self.temperature, self.max_new_tokens)
+        settings, until = hf_decoding(gen_kwargs or {}, self.temperature, self.max_new_tokens, self.top_p)
         if self._chat is not None:
             return self._isolated(lambda chunk: self._describe_deepseek(chunk, prompt, settings, until), images,
                                   "describe")

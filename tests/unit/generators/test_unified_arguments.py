@@ -99,6 +99,36 @@ def test_an_unknown_preset_names_the_allowed_ones():
                               "'inferencer'; got 'demo'")
     with pytest.raises(ArgumentError, match="unknown argument"):
         plan_unified("showo", {"device": "cpu", "preset": "app"})  # only where the authors' sources disagree
+    with pytest.raises(ArgumentError, match=r"unified.preset: expected one of 'inference', 'app'; got 'notebook'"):
+        plan_unified("janus", {**NEEDED, "preset": "notebook"})
+
+
+def test_janus_app_preset_samples_as_deepseeks_demo_and_keeps_the_old_names_without_it():
+    app = plan_unified("janus", {**NEEDED, "preset": "app"})
+    assert app.identity["settings"]["temperature"] == 0.1 and app.identity["settings"]["top_p"] == 0.95
+    assert app.name == plan_unified("janus", {**NEEDED, "temperature": 0.1, "top_p": 0.95}).name
+    plain = plan_unified("janus", dict(NEEDED))
+    assert "top_p" not in plain.identity["settings"]  # none: not passed, and the name is the one it always was
+    assert plain.name == plan_unified("janus", {**NEEDED, "preset": "inference", "top_p": "none"}).name
+    with pytest.raises(ArgumentError, match=r"unified.top_p: expected a number in \(0, 1\]; got 0"):
+        plan_unified("janus", {**NEEDED, "top_p": 0})
+
+
+def test_janus_passes_the_presets_top_p_to_its_sampling(tiny_janus, monkeypatch):
+    from PIL import Image
+
+    from lmms_genbench.generators.unified import build_unified
+
+    model = build_unified("janus", pretrained=tiny_janus, device="cpu", dtype="float32", preset="app")
+    seen = {}
+
+    def generate(**kwargs):
+        seen.update(kwargs)
+        return kwargs["input_ids"]
+
+    monkeypatch.setattr(model.model, "generate", generate)
+    model.describe([Image.new("RGB", (16, 16))], "Describe.", {"max_new_tokens": 2})
+    assert (seen["do_sample"], seen["temperature"], seen["top_p"]) == (True, 0.1, 0.95)
 
 
 def test_from_parts_takes_the_preset_too():
@@ -145,7 +175,8 @@ def test_docs_support_defaults_rows_are_the_tables():
     script = load_script("scripts/support_table.py", "support_table")
     text = (ROOT / "docs" / "support.md").read_text()
     rendered = script.unified_defaults()
-    assert rendered in text, "docs/support.md's unified defaults differ from the tables: rerun scripts/support_table.py"
+    assert rendered in text, ("docs/support.md's unified defaults differ from the "
+                              "tables: run python scripts/support_table.py --unified")
     for family in FAMILIES:
         assert _table(family).defaults_cell() in rendered
     assert "`unified.preset`" in rendered and all(f"`{name}`" in rendered for name in PRESETS)

@@ -25,13 +25,11 @@ from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
 from ..base import DescribeResult
-from ..arguments import Arg, Arguments, Rule, runtime
+from ..arguments import FRACTION, Arg, Arguments, runtime
 from ..common import UnifiedCommon, cut, hf_decoding
 
 #: where the authors' depth transformer samples each code
 DEPTH_SAMPLER = "`RQTransformer.generate` in `rqtransformer/modeling_rqtransformer.py`"
-#: a probability mass in (0, 1]
-FRACTION = Rule(lambda p: 0 < p <= 1, "expected a number in (0, 1]; got {given!r}")
 
 
 class VilaUUnified(UnifiedCommon):
@@ -65,7 +63,8 @@ class VilaUUnified(UnifiedCommon):
         Arg("top_p", float, 0.6, "describing top-p where the task sets none", source="inference.py's understanding "
             "defaults", rules=(FRACTION,)),
         Arg("max_new_tokens", int, 512, "description length limit where the task sets none", source="ours: the "
-            "authors' `generate_content` passes none (the checkpoint's generation config decides)"),
+            "authors set none (`default_generation_config` caps the whole sequence at the tokenizer's "
+            "`model_max_length`)"),
     ))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
