@@ -42,3 +42,17 @@ def test_check_knows_the_files_a_bagel_id_needs(local_hub, tmp_path, repo, ok):
         assert proc.returncode == 1, proc.stderr[-3000:]
         assert f"{repo} has no ema.safetensors" in proc.stderr, proc.stderr[-3000:]
     assert not list((tmp_path / "hf").rglob("*.safetensors"))  # nothing downloaded
+
+
+def test_a_preset_runs_through_the_front_door_and_names_the_store_by_its_values(local_hub, tmp_path):
+    """``unified.preset=app`` (docs/models.md): the run draws with app.py's settings and its store
+    folder is the one the same values typed out name (the preset itself is no part of the name)."""
+    from lmms_genbench.generators.unified import plan_unified
+
+    args = ("unified=bagel,unified.pretrained=ByteDance-Seed/BAGEL-7B-MoT,unified.device=cpu,unified.dtype=float32,"
+            "unified.image_size=32,unified.num_timesteps=3,unified.preset=app")
+    run_unified(local_hub, tmp_path, args, ["ByteDance-Seed/BAGEL-7B-MoT"], limit=2)  # both directions
+    explicit = plan_unified("bagel", {"pretrained": "ByteDance-Seed/BAGEL-7B-MoT", "device": "cpu", "dtype": "float32",
+                                      "image_size": 32, "num_timesteps": 3, "cfg_img_scale": 1.5, "max_new_tokens": 512})
+    stored = [p.name for p in (tmp_path / "artifacts").rglob("*") if p.is_dir()]
+    assert any(explicit.name.split("-")[-1] in name for name in stored), (explicit.name, stored)

@@ -89,8 +89,10 @@ class Arg:
         if self.kind is str:
             return "a string"
         low = (1 if self.minimum is None else int(self.minimum)) if self.kind is int else (self.minimum or 0.0)
-        words = f"{'an integer' if self.kind is int else 'a number'} >= {low:g}" + (" or none" if self.optional else "")
-        return words + "".join(f"; {rule.message.split(';')[0].removeprefix('expected ')}" for rule in self.rules)
+        rules = [rule.message.split(";")[0].removeprefix("expected ") for rule in self.rules]
+        if not rules or not rules[0].startswith("a number"):  # a range of its own says all
+            rules.insert(0, f"{'an integer' if self.kind is int else 'a number'} >= {low:g}")
+        return "; ".join(rules) + (" or none" if self.optional else "")
 
 
 @dataclass(frozen=True)
