@@ -23,12 +23,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from lmms_genbench.generators.unified import build_unified  # noqa: E402
-from lmms_genbench.generators.unified.bagel.network import FlowSettings  # noqa: E402
-from tests.support.allowances import assert_within_bf16_rounding  # noqa: E402
-from tests.support.threads import single_thread  # noqa: E402
+from lmms_genbench.generators.unified import build_unified
+from lmms_genbench.generators.unified.bagel.network import FlowSettings
+from tests.support.allowances import assert_within_bf16_rounding
+from tests.support.threads import single_thread
 
 PARITY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "bagel"
 AUTHORS = json.loads((PARITY / "authors_bf16.json").read_text(encoding="utf-8"))

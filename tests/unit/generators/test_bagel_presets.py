@@ -20,10 +20,11 @@ from PIL import Image
 
 torch = pytest.importorskip("torch")
 
-from lmms_genbench.generators.unified import build_unified  # noqa: E402
-from tests.support.threads import single_thread  # noqa: E402
+from lmms_genbench.generators.unified import build_unified
+from tests.support.threads import single_thread
+
 # the float32 parity allowances (50 steps reached 1.4e-6 in latents here; pixels within one level)
-from tests.unit.generators.test_bagel_parity import LATENT_ATOL, PIXEL_ATOL  # noqa: E402
+from tests.unit.generators.test_bagel_parity import LATENT_ATOL, PIXEL_ATOL
 
 PARITY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "bagel"
 CHECKPOINT = PARITY / "BAGEL-7B-MoT-tiny"
