@@ -4,9 +4,9 @@
     unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda,unified.dtype=bfloat16 \\
         --tasks sdp_nocaps
 
-A checkpoint in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``) is read onto the same
-classes at load time by :mod:`.janus_deepseek`, and described and drawn in DeepSeek's
-chat format.
+A checkpoint in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``, ``deepseek-ai/Janus-Pro-7B``)
+is read onto the same classes at load time by :mod:`.janus_deepseek`, and described and drawn in
+DeepSeek's chat format (:mod:`.janus_chat`: the roles read from the folder's files).
 
 Describing is Janus' understanding mode (chat template with the image, text
 generation); drawing is its image mode: the language model predicts the VQ
@@ -75,8 +75,8 @@ class JanusUnified(UnifiedCommon):
     Args:
         pretrained: hub id or local folder of a Janus checkpoint: transformers' format
             (``deepseek-community/Janus-Pro-1B``, ``deepseek-community/Janus-Pro-7B``) or
-            DeepSeek's (``deepseek-ai/Janus-1.3B``: its config.json with ``language_config``
-            etc.; told apart by that file).
+            DeepSeek's (``deepseek-ai/Janus-1.3B``, ``deepseek-ai/Janus-Pro-7B``: a config.json
+            with ``language_config`` etc.; told apart by that file).
         device: torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator
             is an error, never a silent CPU run.
         dtype: ``auto`` (bfloat16 on CUDA where supported, else float16 on CUDA/MPS,
