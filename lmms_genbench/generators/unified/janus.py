@@ -4,9 +4,9 @@
     unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda,unified.dtype=bfloat16 \\
         --tasks sdp_nocaps
 
-A checkpoint in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``) is read onto the same
-classes at load time by :mod:`.janus_deepseek`, and described and drawn in DeepSeek's
-chat format.
+A checkpoint in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``, ``deepseek-ai/Janus-Pro-7B``)
+is read onto the same classes at load time by :mod:`.janus_deepseek`, and described and drawn in
+DeepSeek's chat format (:mod:`.janus_chat`: the roles read from the folder's files).
 
 Describing is Janus' understanding mode (chat template with the image, text
 generation); drawing is its image mode: the language model predicts the VQ
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from ...core.args import as_str
+from ...core.args import as_choice, as_str
 from ...core.deps import require
 from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
@@ -39,7 +39,7 @@ from .common import (
     hf_decoding,
     number,
 )
-
+from .janus_chat import CHAT_FORMAT_CHOICES
 
 
 def read_layout(pretrained: str) -> bool:
@@ -61,14 +61,22 @@ def read_layout(pretrained: str) -> bool:
     read_json(pretrained, "tokenizer_config.json")
     return False
 
+
+def check_chat_format(pretrained: str, chat_format: str, deepseek: bool) -> None:
+    """``unified.chat_format`` against the layout: a transformers-format folder's roles are its chat template's."""
+    if chat_format != "auto" and not deepseek:
+        raise GeneratorConfigError(f"unified.chat_format: {chat_format!r} applies to DeepSeek-format checkpoints; "
+                                   f"{pretrained} is in transformers' format (its chat template sets the roles): "
+                                   "leave it auto")
+
 class JanusUnified(UnifiedCommon):
     """Janus / Janus-Pro checkpoints in the transformers format or in DeepSeek's own.
 
     Args:
         pretrained: hub id or local folder of a Janus checkpoint: transformers' format
             (``deepseek-community/Janus-Pro-1B``, ``deepseek-community/Janus-Pro-7B``) or
-            DeepSeek's (``deepseek-ai/Janus-1.3B``: its config.json with ``language_config``
-            etc.; told apart by that file).
+            DeepSeek's (``deepseek-ai/Janus-1.3B``, ``deepseek-ai/Janus-Pro-7B``: a config.json
+            with ``language_config`` etc.; told apart by that file).
         device: torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator
             is an error, never a silent CPU run.
         dtype: ``auto`` (bfloat16 on CUDA where supported, else float16 on CUDA/MPS,
@@ -80,6 +88,12 @@ class JanusUnified(UnifiedCommon):
             1); 0 takes the most likely code at every step.
         temperature: describing temperature where the task sets none (0 = greedy).
         max_new_tokens: description length limit where the task sets none.
+        chat_format: the turn roles of a checkpoint in DeepSeek's layout: ``auto`` (read from its
+            ``special_tokens_map.json``: Janus-Pro's lists ``<|User|>`` and ``<|Assistant|>``,
+            Janus-1.3B's neither; a folder without that file is an error asking for this
+            argument), ``janus`` (``User``/``Assistant``, DeepSeek's README for Janus-1.3B) or
+            ``janus_pro`` (``<|User|>``/``<|Assistant|>``, its README for Janus-Pro). A
+            transformers-format checkpoint has its own chat template: only ``auto``.
 
     The image size and its number of codes are the checkpoint's own (384 px from
     576 codes for Janus-Pro and Janus 1.3B); see :attr:`image_size` and :attr:`image_tokens`.
@@ -108,9 +122,10 @@ class JanusUnified(UnifiedCommon):
         image_temperature: float = 1.0,
         temperature: float = 0.0,
         max_new_tokens: int = 512,
+        chat_format: str = "auto",
     ) -> None:
         self._check(pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
-                    max_new_tokens)
+                    max_new_tokens, chat_format)
         torch = self._torch
         transformers = require("transformers", "the janus unified model")
         from .janus_deepseek import load_deepseek
@@ -120,8 +135,10 @@ class JanusUnified(UnifiedCommon):
             deepseek = read_layout(self.pretrained)
             if deepseek:  # deepseek-ai/Janus-1.3B as published: mapped onto transformers' classes here
                 self.processor = None
-                model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device)
+                model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device,
+                                                  self.chat_format)
             else:
+                check_chat_format(self.pretrained, self.chat_format, deepseek)
                 self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
                 model = transformers.JanusForConditionalGeneration.from_pretrained(
                     self.pretrained, dtype=getattr(torch, self.dtype)
@@ -140,16 +157,19 @@ class JanusUnified(UnifiedCommon):
         self.image_size = int(config.vq_config.num_patches) * 2 ** (len(config.vq_config.channel_multiplier) - 1)
 
     def _check(self, pretrained, device, dtype, batch_size, guidance_scale, image_temperature, temperature,
-               max_new_tokens) -> None:
+               max_new_tokens, chat_format="auto") -> None:
         self.pretrained = str(as_str("pretrained", pretrained))
         dtype_choice = self._check_runtime(device, dtype, batch_size)
         self.guidance_scale = number("guidance_scale", guidance_scale, minimum=1.0)
         self.image_temperature = number("image_temperature", image_temperature)
         self.temperature = number("temperature", temperature)
         self.max_new_tokens = count("max_new_tokens", max_new_tokens)
+        self.chat_format = as_choice("chat_format", chat_format, CHAT_FORMAT_CHOICES)
         self._settle(dtype_choice, {
             "guidance_scale": self.guidance_scale, "image_temperature": self.image_temperature,
             "temperature": self.temperature, "max_new_tokens": self.max_new_tokens,
+            # auto (the folder's own roles) keeps the names runs had before the argument existed
+            **({"chat_format": self.chat_format} if self.chat_format != "auto" else {}),
         })
 
     # -- describing ------------------------------------------------------------
