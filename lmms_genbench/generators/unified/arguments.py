@@ -57,6 +57,7 @@ class Arg:
     attr: str | None = ""
     key: str | None = ""
     optional: bool = False
+    quiet_default: bool = False
 
     def check(self, value: Any) -> Any:
         """``value`` as the model keeps it; an :class:`ArgumentError` naming the argument, what is

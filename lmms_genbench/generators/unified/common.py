@@ -112,7 +112,8 @@ class UnifiedCommon:
 
     def _settings(self, values: dict[str, Any]) -> dict[str, Any]:
         """The settings besides ``pretrained`` and ``dtype`` that name the model (its keyed arguments)."""
-        return {arg.key or arg.name: values[arg.name] for arg in self.ARGUMENTS.args if arg.key is not None}
+        return {arg.key or arg.name: values[arg.name] for arg in self.ARGUMENTS.args
+                if arg.key is not None and not (arg.quiet_default and values[arg.name] == arg.default)}
 
     def _settle(self, dtype_choice: str, settings: dict[str, Any]) -> None:
         """torch imported, the device checked, the dtype resolved and the name built from

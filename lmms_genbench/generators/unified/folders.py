@@ -28,14 +28,18 @@ def _module(name: str):
     return importlib.import_module(name, __package__)
 
 
-def _janus(pretrained: Any = None, **_: Any) -> None:
+def _janus(pretrained: Any = None, chat_format: Any = "auto", **_: Any) -> None:
     if not is_path(pretrained):
         return
-    deepseek = _module(".janus_deepseek")
+    deepseek, chat, janus = _module(".janus_deepseek"), _module(".janus_chat"), _module(".janus")
     folder = str(checkpoint_folder(pretrained))
-    if _module(".janus").read_layout(folder):  # the loader's own layout test and its messages
+    layout = janus.read_layout(folder)  # the loader's own layout test and its messages
+    janus.check_chat_format(folder, chat_format, layout)
+    if layout:
         for name in ("processor_config.json", "preprocessor_config.json"):  # what DeepSeekChat.read requires
             deepseek.read_json(folder, name)
+        if chat_format in chat.CHAT_FORMAT_CHOICES:  # the turn roles, as DeepSeekChat.read finds them
+            chat.chat_roles(folder, deepseek.read_json(folder, "special_tokens_map.json", False, None), chat_format)
         deepseek.weight_paths(folder)
     else:  # transformers' JanusForConditionalGeneration and AutoProcessor
         read_transformers_folder(folder, tokenizer=True, processor=True)

@@ -4,9 +4,9 @@
     unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda,unified.dtype=bfloat16 \\
         --tasks sdp_nocaps
 
-A checkpoint in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``) is read onto the same
-classes at load time by :mod:`.janus_deepseek`, and described and drawn in DeepSeek's
-chat format.
+A checkpoint in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``, ``deepseek-ai/Janus-Pro-7B``)
+is read onto the same classes at load time by :mod:`.janus_deepseek`, and described and drawn in
+DeepSeek's chat format (:mod:`.janus_chat`: the roles read from the folder's files).
 
 Describing is Janus' understanding mode (chat template with the image, text
 generation); drawing is its image mode: the language model predicts the VQ
@@ -31,6 +31,7 @@ from ..common import check_image, describe_error
 from .base import DescribeResult
 from .arguments import FRACTION, Arg, Arguments, Preset, describing, runtime
 from .common import CheckpointError, UnifiedCommon, authors_text, cut, hf_decoding
+from .janus_chat import CHAT_FORMAT_CHOICES
 
 
 
@@ -52,6 +53,14 @@ def read_layout(pretrained: str) -> bool:
         need(config, part, f"{pretrained}/config.json")
     read_json(pretrained, "tokenizer_config.json")
     return False
+
+
+def check_chat_format(pretrained: str, chat_format: str, deepseek: bool) -> None:
+    """``unified.chat_format`` against the layout: a transformers-format folder's roles are its chat template's."""
+    if chat_format != "auto" and not deepseek:
+        raise GeneratorConfigError(f"unified.chat_format: {chat_format!r} applies to DeepSeek-format checkpoints; "
+                                   f"{pretrained} is in transformers' format (its chat template sets the roles): "
+                                   "leave it auto")
 
 class JanusUnified(UnifiedCommon):
     """Janus / Janus-Pro checkpoints in the transformers format or in DeepSeek's own.
@@ -75,16 +84,22 @@ class JanusUnified(UnifiedCommon):
 
     ARGUMENTS = Arguments("janus", (
         Arg("pretrained", str, None, "hub id or local folder of a Janus checkpoint: transformers' format "
-            "(``deepseek-community/Janus-Pro-1B``, ``-7B``) or DeepSeek's (``deepseek-ai/Janus-1.3B``: its config.json "
-            "with ``language_config`` etc.; told apart by that file)", key=None),
+            "(``deepseek-community/Janus-Pro-1B``, ``-7B``) or DeepSeek's (``deepseek-ai/Janus-1.3B``, "
+            "``deepseek-ai/Janus-Pro-7B``: a config.json with ``language_config`` etc.; told apart by that file)", key=None),
         *runtime("auto", 4),
         Arg("guidance_scale", float, 5.0, "classifier-free guidance of image generation; 1 means no guidance",
             source="DeepSeek's generation_inference.py (`cfg_weight`)", minimum=1.0),
         Arg("image_temperature", float, 1.0, "sampling temperature of the image codes; 0 takes the most likely "
             "code at every step", source="DeepSeek's generation_inference.py (`temperature`)"),
         *describing(0.0, "inference.py (`do_sample=False`)", 512, "inference.py (`max_new_tokens=512`)"),
+        Arg("chat_format", "choice", "auto", "the turn roles of a checkpoint in DeepSeek's layout: ``auto`` (read "
+            "from its ``special_tokens_map.json``: Janus-Pro's lists ``<|User|>`` and ``<|Assistant|>``, "
+            "Janus-1.3B's neither; a folder without that file is an error asking for this argument), ``janus`` "
+            "(``User``/``Assistant``, DeepSeek's README for Janus-1.3B) or ``janus_pro`` "
+            "(``<|User|>``/``<|Assistant|>``, its README for Janus-Pro). A transformers-format checkpoint has its "
+            "own chat template: only ``auto``", choices=CHAT_FORMAT_CHOICES, quiet_default=True),
         Arg("top_p", float, None, "describing top-p where the task sets none and samples (none: not passed)",
-            source="inference.py (greedy: none)", optional=True, rules=(FRACTION,)),
+            source="inference.py (greedy: none)", optional=True, rules=(FRACTION,), quiet_default=True),
     ), presets=(
         Preset("inference", {}, "DeepSeek's inference.py for describing, generation_inference.py for drawing"),
         Preset("app", {"temperature": 0.1, "top_p": 0.95}, "demo/app_januspro.py and demo/app.py: their "
@@ -102,8 +117,10 @@ class JanusUnified(UnifiedCommon):
             deepseek = read_layout(self.pretrained)
             if deepseek:  # deepseek-ai/Janus-1.3B as published: mapped onto transformers' classes here
                 self.processor = None
-                model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device)
+                model, self._chat = load_deepseek(self.pretrained, torch, getattr(torch, self.dtype), self._device,
+                                                  self.chat_format)
             else:
+                check_chat_format(self.pretrained, self.chat_format, deepseek)
                 self.processor = transformers.AutoProcessor.from_pretrained(self.pretrained)
                 model = transformers.JanusForConditionalGeneration.from_pretrained(
                     self.pretrained, dtype=getattr(torch, self.dtype)
@@ -121,11 +138,6 @@ class JanusUnified(UnifiedCommon):
         self.image_tokens = int(config.vision_config.num_image_tokens)
         self.image_size = int(config.vq_config.num_patches) * 2 ** (len(config.vq_config.channel_multiplier) - 1)
 
-    def _settings(self, values: dict[str, Any]) -> dict[str, Any]:
-        settings = super()._settings(values)
-        if settings["top_p"] is None:  # not passed: the name stays the one it had before top_p existed
-            del settings["top_p"]
-        return settings
 
     # -- describing ------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""Janus checkpoints in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``), read onto transformers' Janus classes.
+"""Janus checkpoints in DeepSeek's own layout (``deepseek-ai/Janus-1.3B``, ``deepseek-ai/Janus-Pro-7B``),
+read onto transformers' Janus classes.
 
-DeepSeek publishes Janus 1.3B for its ``janus`` package (github.com/deepseek-ai/Janus): a
+DeepSeek publishes Janus 1.3B and Janus-Pro 1B / 7B for its ``janus`` package (github.com/deepseek-ai/Janus): a
 ``config.json`` with ``language_config`` / ``vision_config`` / ``aligner_config`` /
 ``gen_vision_config`` / ``gen_aligner_config`` / ``gen_head_config``, ``processor_config.json``
 and ``preprocessor_config.json`` for its ``VLChatProcessor``, a Llama-style ``tokenizer.json``,
@@ -9,22 +10,19 @@ those files as published and builds transformers' ``JanusForConditionalGeneratio
 at load time: sizes come from the config and, where DeepSeek's config only names a part (the
 SigLIP tower, the VQ model) and its code holds the sizes, from the weights' shapes; state-dict
 keys are renamed and the SigLIP tower's fused ``qkv`` projections split. Prompts, image
-preprocessing and the tokenizer follow DeepSeek's processor (see :class:`DeepSeekChat`).
+preprocessing and the tokenizer follow DeepSeek's processor (:mod:`.janus_chat`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from PIL import Image
-
 from ...core.failures import GeneratorConfigError
-from .common import CheckpointError, authors_text, need, repo_file
+from .common import CheckpointError, need, repo_file
+from .janus_chat import DeepSeekChat, read_json
 
 __all__ = ["DEEPSEEK_FILES", "DeepSeekChat", "is_deepseek_layout", "load_deepseek", "map_state_dict", "read_json",
            "real_config", "weight_paths"]
@@ -38,36 +36,10 @@ _WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_m
 #: the one size the weights do not carry
 SIGLIP_HEADS = {"siglip_so400m_patch14_384": 16, "siglip_so400m_patch14_224": 16, "siglip_large_patch16_384": 16}
 
-#: VLChatProcessor.system_prompt (janus/models/processing_vlm.py), put before every understanding turn
-SYSTEM_PROMPT = ("You are a helpful language and vision assistant. You are able to understand the visual content "
-                 "that the user provides, and assist the user with a variety of tasks using natural language.")
-#: the roles of DeepSeek's Janus-1.3B examples (README "Janus" section, inference.py, generation_inference.py)
-USER, ASSISTANT = "User", "Assistant"
-#: sft_format "deepseek"'s roles (janus/utils/conversation.py; separators "\n\n", ": "), as the README prompts Janus-Pro
-PRO_USER, PRO_ASSISTANT = "<|User|>", "<|Assistant|>"
-
-
-def chat_roles(pretrained: str) -> tuple[str, str]:
-    """The roles DeepSeek's examples give this checkpoint (the processor takes them from the caller)."""
-    name = pretrained.rstrip("/").rsplit("/", 1)[-1].lower()
-    return (USER, ASSISTANT) if name.startswith("janus-1.3b") else (PRO_USER, PRO_ASSISTANT)
-
 
 def is_deepseek_layout(config: dict[str, Any]) -> bool:
     """Whether a ``config.json`` is DeepSeek's ``multi_modality`` one rather than transformers' ``janus``."""
     return config.get("model_type") == "multi_modality" or "language_config" in config
-
-
-def read_json(pretrained: str, filename: str, required: bool = True) -> dict[str, Any]:
-    path = repo_file(pretrained, filename)
-    if path is None:
-        if required:
-            raise CheckpointError(f"{pretrained} has no {filename}")
-        return {}
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise CheckpointError(f"{path} is not JSON: {exc}") from None
 
 
 def weight_paths(pretrained: str) -> list[Path]:
@@ -169,7 +141,11 @@ def _count(state: dict[str, Any], pattern: str) -> int:
     return max(found) + 1 if found else 0
 
 
-LANGUAGE_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
+LANGUAGE_KEYS = ("vocab_size", "num_hidden_layers")
+#: transformers' LlamaConfig defaults, which DeepSeek's ``LlamaConfig(**language_config)`` fills in where
+#: config.json omits a key; its save_pretrained omits the keys equal to them, so the published
+#: Janus-Pro-7B config.json has no hidden_size, intermediate_size or num_attention_heads
+LLAMA_DEFAULTS = {"hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32}
 
 
 class _Weights(dict):
@@ -224,7 +200,14 @@ def janus_config(config: dict[str, Any], processor: dict[str, Any], state: dict[
     codes, code_dim = state[vq + "quantize.embedding.weight"].shape
     if codes != int(gen_vision.get("image_token_size", codes)) or code_dim != int(gen_vision.get("n_embed", code_dim)):
         raise ValueError("gen_vision_config.params disagrees with the VQ codebook in the weights")
+    language = {**LLAMA_DEFAULTS, **language}
     hidden = int(language["hidden_size"])
+    for key, shape in (("vocab_size", state["language_model.model.embed_tokens.weight"].shape),
+                       ("hidden_size", state["language_model.model.embed_tokens.weight"].shape[::-1]),
+                       ("intermediate_size", state["language_model.model.layers.0.mlp.gate_proj.weight"].shape)):
+        if int(language[key]) != shape[0]:  # a default filled in for another model's size, or a wrong key
+            raise CheckpointError(f"config.json language_config {key} {language[key]} (LlamaConfig's default where "
+                                  f"the key is absent) disagrees with the weights' {shape[0]}")
     if int(gen_aligner["n_embed"]) != hidden or int(gen_head["image_token_embed"]) != int(gen_aligner["n_embed"]):
         raise ValueError("gen_aligner n_embed and gen_head image_token_embed must equal the language model's width")
     text = {
@@ -264,154 +247,16 @@ def janus_config(config: dict[str, Any], processor: dict[str, Any], state: dict[
     )
 
 
-# -- tokenizer, prompts, images --------------------------------------------------------
-
-@dataclass
-class DeepSeekChat:
-    """DeepSeek's ``VLChatProcessor`` for one checkpoint: sft format, tokens and image preprocessing.
-
-    Prompts are DeepSeek's ``sft_format="deepseek"`` conversation: understanding is
-    ``"{system}\\n\\n{user}: <image_placeholder>\\n{question}\\n\\n{assistant}:"`` (roles: :func:`chat_roles`), the tag
-    expanded to ``<begin_of_image>`` + ``num_image_tokens`` tags + ``<end_of_image>``; drawing is
-    ``"{user}: {prompt}\\n\\n{assistant}:<begin_of_image>"`` (no system prompt), as generation_inference.py.
-    """
-
-    tokenizer: Any  # tokenizers.Tokenizer of tokenizer.json
-    bos_id: int | None
-    eos_id: int
-    pad_id: int
-    image_id: int
-    boi_id: int
-    eoi_id: int
-    image_tag: str
-    boi_tag: str
-    num_image_tokens: int
-    image_size: int
-    min_size: int
-    mean: tuple[float, float, float]
-    std: tuple[float, float, float]
-    rescale: float
-    normalize: bool
-    #: tokenizer_config.json's clean_up_tokenization_spaces (LlamaTokenizerFast's default: off)
-    cleanup: bool = False
-    roles: tuple[str, str] = (USER, ASSISTANT)  # the turn roles (chat_roles)
-
-    @classmethod
-    def read(cls, pretrained: str) -> DeepSeekChat:
-        from tokenizers import Tokenizer
-
-        processor = read_json(pretrained, "processor_config.json")
-        images = read_json(pretrained, "preprocessor_config.json")
-        tokenizer_config = read_json(pretrained, "tokenizer_config.json", required=False)
-        specials = read_json(pretrained, "special_tokens_map.json", required=False)
-        if processor.get("sft_format", "deepseek") != "deepseek" or processor.get("add_special_token", False):
-            raise ValueError("processor_config.json: only sft_format 'deepseek' without add_special_token is supported")
-        tokenizer_file = repo_file(pretrained, "tokenizer.json")
-        if tokenizer_file is None:
-            raise CheckpointError(f"{pretrained} has no tokenizer.json (DeepSeek's Janus tokenizer)")
-        tokenizer = Tokenizer.from_file(str(tokenizer_file))
-        image_tag = processor.get("image_tag", "<image_placeholder>")
-        if tokenizer.token_to_id(image_tag) is None:  # VLChatProcessor adds it as a special token when missing
-            from tokenizers import AddedToken
-
-            tokenizer.add_special_tokens([AddedToken(image_tag, special=True, normalized=False)])
-
-        def token(value: Any) -> str | None:
-            return value.get("content") if isinstance(value, dict) else value
-
-        def id_of(text: str | None, what: str) -> int:
-            found = tokenizer.token_to_id(text) if text else None
-            if found is None:
-                raise ValueError(f"the tokenizer has no {what} token {text!r}")
-            return int(found)
-
-        bos = token(tokenizer_config.get("bos_token", specials.get("bos_token")))
-        eos = token(tokenizer_config.get("eos_token", specials.get("eos_token")))
-        boi, eoi = processor.get("image_start_tag", "<begin_of_image>"), processor.get("image_end_tag", "<end_of_image>")
-        mean = tuple(images.get("image_mean", (0.48145466, 0.4578275, 0.40821073)))
-        return cls(
-            tokenizer=tokenizer,
-            # LlamaTokenizerFast prepends BOS unless add_bos_token says otherwise
-            bos_id=id_of(bos, "bos") if tokenizer_config.get("add_bos_token", True) else None,
-            eos_id=id_of(eos, "eos"),
-            pad_id=id_of(processor.get("pad_tag", "<｜▁pad▁｜>"), "pad"),  # VLChatProcessor.pad_id: the CFG rows' pad
-            image_id=id_of(image_tag, "image"),
-            boi_id=id_of(boi, "begin-of-image"),
-            eoi_id=id_of(eoi, "end-of-image"),
-            image_tag=image_tag,
-            boi_tag=boi,
-            num_image_tokens=int(processor.get("num_image_tokens", 576)),
-            image_size=int(need(images, "image_size", "preprocessor_config.json")),
-            min_size=int(images.get("min_size", 14)),
-            mean=mean,  # type: ignore[arg-type]
-            std=tuple(images.get("image_std", (0.26862954, 0.26130258, 0.27577711))),  # type: ignore[arg-type]
-            rescale=float(images.get("rescale_factor", 1 / 255)),
-            normalize=bool(images.get("do_normalize", True)),
-            cleanup=bool(tokenizer_config.get("clean_up_tokenization_spaces", False)),
-            roles=chat_roles(pretrained),
-        )
-
-    def ids(self) -> dict[str, int]:
-        """The token ids transformers' config needs."""
-        return {"bos_token_id": self.bos_id if self.bos_id is not None else self.eos_id, "eos_token_id": self.eos_id,
-                "pad_token_id": self.pad_id, "image_token_id": self.image_id}
-
-    def _encode(self, text: str) -> list[int]:
-        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
-        return ([self.bos_id] if self.bos_id is not None else []) + list(ids)
-
-    def understanding_ids(self, question: str) -> list[int]:
-        content = f"{self.image_tag}\n{question}".strip()
-        user, assistant = self.roles
-        sft = f"{SYSTEM_PROMPT}\n\n{user}: {content}\n\n{assistant}:".strip()
-        out: list[int] = []
-        for token in self._encode(sft):
-            if token == self.image_id:
-                out += [self.boi_id] + [self.image_id] * self.num_image_tokens + [self.eoi_id]
-            else:
-                out.append(token)
-        return out
-
-    def generation_ids(self, prompt: str) -> list[int]:
-        user, assistant = self.roles
-        sft = f"{user}: {prompt.strip()}\n\n{assistant}:".strip()
-        return self._encode(sft + self.boi_tag)
-
-    def decode(self, ids: list[int]) -> str:
-        # as LlamaTokenizerFast.decode under DeepSeek's transformers 4.x
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        return authors_text(text, {"clean_up_tokenization_spaces": self.cleanup}, default=False)
-
-    def pixels(self, image: Image.Image) -> np.ndarray:
-        """(3, S, S) float32 as DeepSeek's VLMImageProcessor: longest side to S (bicubic), padded
-        to a square of the mean colour, rescaled and normalised."""
-        image = image.convert("RGB")
-        width, height = image.size
-        longest = max(width, height)
-        size = (max(int(width / longest * self.image_size), self.min_size),
-                max(int(height / longest * self.image_size), self.min_size))
-        image = image.resize(size, Image.BICUBIC)
-        side = max(size)
-        if size[0] != size[1]:
-            square = Image.new("RGB", (side, side), tuple(int(x * 255) for x in self.mean))
-            square.paste(image, ((side - size[0]) // 2, (side - size[1]) // 2))
-            image = square
-        array = (np.asarray(image).transpose(2, 0, 1).astype(np.float64) * self.rescale).astype(np.float32)
-        if self.normalize:
-            mean = np.asarray(self.mean, dtype=np.float32)[:, None, None]
-            std = np.asarray(self.std, dtype=np.float32)[:, None, None]
-            array = (array - mean) / std
-        return array
-
-
-def load_deepseek(pretrained: str, torch: Any, dtype: Any, device: Any) -> tuple[Any, DeepSeekChat]:
-    """transformers' Janus model (on ``device``, in ``dtype``, eval mode) and the chat of a DeepSeek-layout checkpoint."""
+def load_deepseek(pretrained: str, torch: Any, dtype: Any, device: Any,
+                  chat_format: str = "auto") -> tuple[Any, DeepSeekChat]:
+    """transformers' Janus model (on ``device``, in ``dtype``, eval mode) and the chat of a DeepSeek-layout
+    checkpoint (its roles: ``chat_format``, :func:`.janus_chat.chat_roles`)."""
     from transformers import GenerationConfig, JanusForConditionalGeneration
     from transformers.initialization import no_init_weights
 
     try:
         config = read_json(pretrained, "config.json")
-        chat = DeepSeekChat.read(pretrained)
+        chat = DeepSeekChat.read(pretrained, chat_format)
         state = _state_dict(pretrained)
         janus = janus_config(config, read_json(pretrained, "processor_config.json"), state, chat.ids())
     except (OSError, ValueError, KeyError) as exc:

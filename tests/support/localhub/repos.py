@@ -143,6 +143,8 @@ MODELS: dict[str, Callable[[Path], Path]] = {
     "deepseek-community/Janus-Pro-7B": _smoke_janus,
     # the tiny checkpoint DeepSeek's own code built in deepseek-ai/Janus-1.3B's layout
     "deepseek-ai/Janus-1.3B": _parity("janus13/Janus-1.3B"),
+    # the tiny checkpoint DeepSeek's own code built at a Janus-Pro-like geometry, with Janus-Pro's processor files
+    "deepseek-ai/Janus-Pro-7B": _parity("janus_pro7b/Janus-Pro-tiny"),
     # Show-o's three repositories (configs/showo_demo_512x512.yaml), as the authors' code wrote them
     "showlab/show-o-512x512": _parity("showo/show-o-512x512"),
     "showlab/magvitv2": _parity("showo/magvitv2"),

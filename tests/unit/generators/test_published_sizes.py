@@ -249,3 +249,21 @@ def test_janus_pro_7b_deepseek_format_at_the_published_size():
     assert (config.text_config.hidden_size, config.text_config.num_hidden_layers) == (4096, 30)
     assert (config.vision_config.num_image_tokens, config.vq_config.num_patches) == (576, 24)
     assert config.vq_config.num_patches * 2 ** (len(config.vq_config.channel_multiplier) - 1) == 384
+
+
+def test_janus_pro_7b_config_json_as_published_omits_llamas_defaults():
+    """DeepSeek's save_pretrained writes language_config without the keys equal to LlamaConfig's
+    defaults (measured in their environment; a public copy of the published config.json shows the
+    same: max_position_embeddings, model_type, num_hidden_layers, torch_dtype, vocab_size only); its
+    LlamaConfig(**language_config) fills them back, and so does janus_config."""
+    from lmms_genbench.generators.unified.janus_deepseek import janus_config
+
+    real = _manifest("janus_pro7b")
+    state = _meta(real["state_dict_shapes"])
+    ids = {"bos_token_id": 100000, "eos_token_id": 100001, "pad_token_id": 100015, "image_token_id": 100581}
+    published = json.loads(json.dumps(real["config"]))
+    published["language_config"] = {k: v for k, v in published["language_config"].items() if k in (
+        "max_position_embeddings", "model_type", "num_hidden_layers", "torch_dtype", "vocab_size")}
+    as_published = janus_config(published, {"num_image_tokens": 576}, state, ids).text_config
+    reconstructed = janus_config(real["config"], {"num_image_tokens": 576}, state, ids).text_config
+    assert as_published.to_dict() == reconstructed.to_dict()

@@ -85,6 +85,18 @@ def test_a_bagel_preset_sets_its_values_and_names_the_model_by_them_only(preset,
     assert "preset" not in model.identity["settings"]
 
 
+def test_each_preset_is_the_set_its_authors_outputs_were_recorded_with():
+    """parity/bagel/expected_presets.json's ``presets`` (what test_bagel_presets.py passes as explicit
+    arguments against the authors' outputs) is what ``unified.preset=<name>`` resolves to."""
+    import json
+
+    record = json.loads((ROOT / "tests" / "support" / "data" / "parity" / "bagel" / "expected_presets.json").read_text())
+    assert sorted(record["presets"]) == sorted(PRESETS)
+    for name, entry in record["presets"].items():
+        assert plan_unified("bagel", {**NEEDED, "preset": name}).name == plan_unified(
+            "bagel", {**NEEDED, **entry["arguments"]}).name, name
+
+
 def test_explicit_arguments_override_the_presets_values():
     model = _bagel(preset="inferencer", cfg_img_scale=2.0)
     assert (model.cfg_text_scale, model.cfg_img_scale) == (3.0, 2.0)
@@ -155,7 +167,7 @@ def _literal(node):
 
 
 def test_the_lmms_eval_preset_is_lmms_evals_own_generate_settings():
-    """Read from the installed lmms-eval 0.7.3's bagel module as text (importing it needs flash_attn)."""
+    """Its ``bagel_umm`` class (models/simple/bagel.py), read as text (importing it needs flash_attn)."""
     import lmms_eval
 
     path = Path(lmms_eval.__file__).parent / "models" / "simple" / "bagel.py"

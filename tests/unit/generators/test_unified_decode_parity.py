@@ -145,16 +145,18 @@ def test_vila_u_decodes_as_transformers_4_36(tmp_path, keyed):
 
 def test_janus_pro_in_deepseek_format_is_prompted_with_its_own_roles(tmp_path):
     """parity/janus13/pro_prompt_ids.json: DeepSeek's VLChatProcessor (1daa72f) on the tiny
-    DeepSeek-format folder named Janus-Pro-7B, prompted as the README's Janus-Pro section."""
-    from lmms_genbench.generators.unified.janus_deepseek import DeepSeekChat, chat_roles
+    DeepSeek-format folder named Janus-Pro-7B, prompted as the README's Janus-Pro section. The
+    folder's special_tokens_map.json is Janus-1.3B's (no <|User|>), so the roles come from
+    unified.chat_format here (a Pro folder's own map names them: test_janus_pro_parity.py)."""
+    from lmms_genbench.generators.unified.janus_chat import CHAT_FORMATS, DeepSeekChat, chat_roles
 
-    assert chat_roles("deepseek-ai/Janus-Pro-7B") == ("<|User|>", "<|Assistant|>")
-    assert chat_roles("deepseek-ai/Janus-1.3B") == chat_roles(str(PARITY / "janus13" / "Janus-1.3B")) == (
-        "User", "Assistant")
+    assert chat_roles("any", {"additional_special_tokens": ["<|User|>", "<|Assistant|>"]}) == CHAT_FORMATS["janus_pro"]
+    assert chat_roles("any", {"bos_token": "<s>"}) == CHAT_FORMATS["janus"] == ("User", "Assistant")
     record = json.loads((PARITY / "janus13" / "pro_prompt_ids.json").read_text(encoding="utf-8"))
     folder = tmp_path / "Janus-Pro-7B"
     shutil.copytree(PARITY / "janus13" / "Janus-1.3B", folder, ignore=shutil.ignore_patterns("*.safetensors"))
-    chat = DeepSeekChat.read(str(folder))
+    assert DeepSeekChat.read(str(folder)).roles == ("User", "Assistant")  # by content, whatever the name
+    chat = DeepSeekChat.read(str(folder), "janus_pro")
     assert chat.understanding_ids(record["understanding"]["question"]) == record["understanding"]["input_ids"]
     assert chat.generation_ids(record["generation"]["prompt"]) == record["generation"]["input_ids"]
 

@@ -72,7 +72,8 @@ class BagelUnified(UnifiedCommon):
         Preset("app", {"cfg_img_scale": 1.5, "max_new_tokens": 512},
                "app.py: its `text_to_image` leaves the inferencer's `cfg_img_scale=1.5` in place; its "
                "`image_understanding` passes `max_new_tokens=512` as `max_think_token_n`"),
-        Preset("lmms_eval", {"cfg_renorm_min": 1.0}, "lmms-eval 0.7.3's `bagel` class, `BASE_PARAMS['generate']`"),
+        Preset("lmms_eval", {"cfg_renorm_min": 1.0}, "lmms-eval 0.7.3's `bagel_umm` class "
+               "(models/simple/bagel.py), `BASE_PARAMS['generate']`"),
         Preset("inferencer", {"cfg_text_scale": 3.0, "cfg_img_scale": 1.5},
                "inferencer.py's `interleave_inference` defaults"),
     ))
