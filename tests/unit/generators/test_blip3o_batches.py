@@ -77,7 +77,11 @@ def test_a_batch_of_prompts_draws_each_image_as_drawn_alone(blip3o, monkeypatch,
 
 
 def test_the_language_models_rows_equal_their_single_rows(blip3o):
-    from lmms_genbench.generators.unified.blip3o.model import DRAW_INSTRUCTION, NEGATIVE_PROMPT, QWEN_CONVERSATION
+    from lmms_genbench.generators.unified.blip3o.model import (
+        DRAW_INSTRUCTION,
+        NEGATIVE_PROMPT,
+        QWEN_CONVERSATION,
+    )
 
     texts = [QWEN_CONVERSATION.format(DRAW_INSTRUCTION.format(p)) for p in PROMPTS] + [NEGATIVE_PROMPT]
     with single_thread(), torch.inference_mode():

@@ -218,7 +218,7 @@ class Blip3oUnified(UnifiedCommon):
             # the pipeline guides only above 1 (do_classifier_free_guidance = guidance_scale > 1.0):
             # at or below it " " is never encoded, so its DiT noise is never drawn
             null = self.features(NEGATIVE_PROMPT, generator) if self.decoder_guidance > 1 else None
-            return self.images(self.decode_features(cond, null, generator))[0]
+            return self.latents_to_images(self.decode_features(cond, null, generator))[0]
 
     def _draw_batch(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
         """:meth:`_draw` for several prompts at once: one language-model forward (" " once), one
@@ -237,9 +237,9 @@ class Blip3oUnified(UnifiedCommon):
                 states = torch.cat([states[:n], states[n:].expand(n, -1, -1)])
             features = sample_features(self.dit, states, generators * (1 + guided), self.dit_steps, self.dit_guidance)
             null = features[n:] if guided else None
-            return self.images(self.decode_features(features[:n], null, generators))
+            return self.latents_to_images(self.decode_features(features[:n], null, generators))
 
-    def images(self, latents) -> list[GenerationResult]:
+    def latents_to_images(self, latents) -> list[GenerationResult]:
         """The VAE's pixels for decoder ``latents``, one checked image per row."""
         pixels = self.vae.decode(latents / self.vae.config.scaling_factor).sample
         arrays = ((pixels.float() / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 1).cpu().numpy() * 255).round().astype("uint8")
