@@ -51,7 +51,7 @@ class Blip3oUnified(UnifiedCommon):
             tokenized by the checkpoint's own tokenizer (the same Qwen2.5 vocabulary).
         device: torch device; a missing accelerator is an error, never a silent CPU run.
         dtype: ``auto`` (bfloat16 on CUDA where supported...), ``float16``, ``bfloat16``, ``float32``.
-        batch_size: images described per forward batch, prompts per drawing chunk (drawn one by one).
+        batch_size: images described per forward batch, prompts drawn together (each image as drawn alone).
         dit_steps: the DiT's Euler steps (``sample_images``' default 30).
         dit_guidance: the DiT's guidance against a zero condition (``sample_images``' default 3.0).
         decoder_steps: the diffusion decoder's steps (the pipeline's default 50; inference.py
@@ -173,23 +173,42 @@ class Blip3oUnified(UnifiedCommon):
     # -- drawing ---------------------------------------------------------------
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
-        """One image (or failure) per prompt; each depends on its own prompt and seed only."""
-        return self._isolated(lambda chunk: [self._draw(p, s) for p, s in chunk], self._seeded(prompts, seeds),
-                              "generate")
+        """One image (or failure) per prompt; each depends on its own prompt and seed only, so a
+        chunk of ``batch_size`` prompts drawn together gives each the image it gets alone."""
+        return self._isolated(self._draw_chunk, self._seeded(prompts, seeds), "generate")
+
+    def query_states(self, texts: Sequence[str]) -> Any:
+        """The language model's last states at the queries, ``(len(texts), n_query, d)``, for
+        already-templated texts in one forward (generate_image's ``hidden_states[-1]``).
+
+        Each row is its text's ids, ``[IMG]`` and the learnt queries, padded on the right: under
+        the causal mask a position never sees the padding after it, and the default positions
+        ``0..n-1`` (on all three M-RoPE axes) are each row's own, so a row's states are the ones
+        it has alone."""
+        torch = self._torch
+        rows = [ids + [self.image_start] for ids in self.tokenizer(list(texts)).input_ids]
+        embed = self.lm.get_input_embeddings()
+        queries = self.queries.to(embed.weight.dtype)
+        longest = max(len(r) for r in rows) + queries.shape[1]
+        embeds = torch.zeros(len(rows), longest, queries.shape[-1], dtype=queries.dtype, device=self._device)
+        mask = torch.zeros(len(rows), longest, dtype=torch.long, device=self._device)
+        for i, ids in enumerate(rows):
+            n = len(ids) + queries.shape[1]
+            embeds[i, :n] = torch.cat([embed(torch.tensor(ids, dtype=torch.long, device=self._device)), queries[0]])
+            mask[i, :n] = 1
+        states = self.lm.model.language_model(inputs_embeds=embeds, attention_mask=mask).last_hidden_state
+        ends = mask.sum(dim=1).tolist()
+        return torch.stack([states[i, end - self.n_query:end] for i, end in enumerate(ends)])
 
     def features(self, text: str, generator) -> Any:
         """CLIP features ``(1, 64, channels)`` for one already-templated text (generate_image)."""
         from .dit import sample_features
 
-        torch = self._torch
-        ids = self.tokenizer([text], return_tensors="pt").input_ids.to(torch.long)
-        ids = torch.cat([ids, torch.tensor([[self.image_start]])], dim=1).to(self._device)
-        embeds = self.lm.get_input_embeddings()(ids)
-        embeds = torch.cat([embeds, self.queries.to(embeds.dtype).expand(embeds.shape[0], -1, -1)], dim=1)
-        mask = torch.ones(embeds.shape[:2], dtype=torch.long, device=self._device)
-        # the final (normed) states, as their hidden_states[-1]; positions 0..n-1 on all three M-RoPE axes
-        states = self.lm.model.language_model(inputs_embeds=embeds, attention_mask=mask).last_hidden_state
-        return sample_features(self.dit, states[:, -self.n_query:], [generator], self.dit_steps, self.dit_guidance)
+        return sample_features(self.dit, self.query_states([text]), [generator], self.dit_steps, self.dit_guidance)
+
+    def _draw_chunk(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
+        # a lone prompt takes the authors' call order, one call per text (the parity tests follow it)
+        return [self._draw(*chunk[0])] if len(chunk) == 1 else self._draw_batch(chunk)
 
     def _draw(self, prompt: str, seed: int) -> GenerationResult:
         torch = self._torch
@@ -199,30 +218,55 @@ class Blip3oUnified(UnifiedCommon):
             # the pipeline guides only above 1 (do_classifier_free_guidance = guidance_scale > 1.0):
             # at or below it " " is never encoded, so its DiT noise is never drawn
             null = self.features(NEGATIVE_PROMPT, generator) if self.decoder_guidance > 1 else None
-            latents = self.decode_features(cond, null, generator)
-            pixels = self.vae.decode(latents / self.vae.config.scaling_factor).sample
-        array = ((pixels[0].float() / 2 + 0.5).clamp(0, 1).permute(1, 2, 0).cpu().numpy() * 255).round().astype("uint8")
-        return check_image(Image.fromarray(array), False)
+            return self.latents_to_images(self.decode_features(cond, null, generator))[0]
+
+    def _draw_batch(self, chunk: list[tuple[str, int]]) -> list[GenerationResult]:
+        """:meth:`_draw` for several prompts at once: one language-model forward (" " once), one
+        DiT sampling over every prompt's (and " "'s) rows, one decoder loop; each prompt's generator
+        draws its prompt's DiT noise, then " "'s, then the decoder's, as :meth:`_draw` does."""
+        from .dit import sample_features
+
+        torch = self._torch
+        generators = [torch.Generator().manual_seed(seed) for _, seed in chunk]
+        guided = self.decoder_guidance > 1  # as in _draw: " " only where the decoder guides
+        texts = [QWEN_CONVERSATION.format(DRAW_INSTRUCTION.format(prompt)) for prompt, _ in chunk]
+        n = len(chunk)
+        with torch.inference_mode():
+            states = self.query_states(texts + [NEGATIVE_PROMPT] * guided)
+            if guided:  # the prompts' rows first: each generator's first draw is its prompt's noise
+                states = torch.cat([states[:n], states[n:].expand(n, -1, -1)])
+            features = sample_features(self.dit, states, generators * (1 + guided), self.dit_steps, self.dit_guidance)
+            null = features[n:] if guided else None
+            return self.latents_to_images(self.decode_features(features[:n], null, generators))
+
+    def latents_to_images(self, latents) -> list[GenerationResult]:
+        """The VAE's pixels for decoder ``latents``, one checked image per row."""
+        pixels = self.vae.decode(latents / self.vae.config.scaling_factor).sample
+        arrays = ((pixels.float() / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 1).cpu().numpy() * 255).round().astype("uint8")
+        return [check_image(Image.fromarray(array), False) for array in arrays]
 
     def decode_features(self, cond, null, generator) -> Any:
         """The decoder's latents for features ``cond`` against ``null`` (pipeline_llava_gen.py's loop);
         ``null`` None: no guidance (the pipeline's ``guidance_scale <= 1``: the conditional
-        branch alone, whatever the scale)."""
+        branch alone, whatever the scale). ``generator``: the starting noise's, one per row of
+        ``cond`` (a lone generator for one row); rows are independent, so a batch gives each row
+        its single-row latents."""
         torch = self._torch
+        generators = [generator] if isinstance(generator, torch.Generator) else list(generator)
         scheduler = self.decoder_scheduler.__class__.from_config(self.decoder_scheduler.config)
         size = self.image_size
-        rows = [cond] if null is None else [cond, null]
-        embeds = torch.cat(rows).to(self.unet.dtype)  # conditional rows first, as theirs
+        branches = 1 if null is None else 2
+        embeds = (cond if null is None else torch.cat([cond, null])).to(self.unet.dtype)  # conditional rows first, as theirs
         # SDXL's micro-conditioning: original size (their fixed 1024 x 1024), crop (0, 0), target size
-        time_ids = torch.tensor([[1024, 1024, 0, 0, size, size]] * len(rows), dtype=torch.long,
+        time_ids = torch.tensor([[1024, 1024, 0, 0, size, size]] * embeds.shape[0], dtype=torch.long,
                                 device=self._device)
         added = {"time_ids": time_ids, "text_embeds": embeds.mean(dim=1)}
         scheduler.set_timesteps(self.decoder_steps, device=self._device)
         shape = (1, self.unet.config.in_channels, size // self.vae_scale, size // self.vae_scale)
-        latents = torch.randn(shape, generator=generator, dtype=torch.float32).to(self._device, self.unet.dtype)
-        latents = latents * scheduler.init_noise_sigma
+        latents = torch.cat([torch.randn(shape, generator=g, dtype=torch.float32) for g in generators])
+        latents = latents.to(self._device, self.unet.dtype) * scheduler.init_noise_sigma
         for t in scheduler.timesteps:
-            model_in = scheduler.scale_model_input(torch.cat([latents] * len(rows)), t)
+            model_in = scheduler.scale_model_input(torch.cat([latents] * branches), t)
             noise = self.unet(model_in, t, encoder_hidden_states=embeds, added_cond_kwargs=added).sample
             if null is not None:
                 cond_noise, null_noise = noise.chunk(2)
