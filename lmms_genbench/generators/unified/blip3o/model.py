@@ -1,7 +1,7 @@
 """BLIP3-o (Salesforce; Chen et al. 2025) as a unified model, loaded as published.
 
     lmms-eval --model cycle --model_args unified=blip3o,\\
-    unified.pretrained=BLIP3o/BLIP3o-Model-4B,unified.device=cuda,unified.dtype=bfloat16 \\
+    unified.pretrained=BLIP3o/BLIP3o-Model-4B,unified.device=cuda \\
         --tasks sdp_nocaps
 
 Describing is the frozen Qwen2.5-VL half, prompted as the authors' demo does (gradio/app.py: the
