@@ -28,6 +28,7 @@ from lmms_genbench.generators.unified import build_unified, plan_unified  # noqa
 from lmms_genbench.generators.unified.blip3o import model as blip3o_model  # noqa: E402
 from lmms_genbench.generators.unified.blip3o.model import AUTHORS_DTYPES, part_dtypes  # noqa: E402
 from tests.support.allowances import assert_within_bf16_rounding  # noqa: E402
+from tests.support.blip3o_inputs import describe_inputs  # noqa: E402
 from tests.support.threads import single_thread  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "blip3o"
@@ -87,10 +88,7 @@ def bfloat16():
 
 
 def _logits_and_greedy(model):
-    from tests.unit.generators.test_blip3o_parity import _inputs
-
-    _, _, inputs = _inputs(model)
-    inputs["pixel_values"] = inputs["pixel_values"].to(model.lm.dtype)
+    inputs = describe_inputs(model)
     with single_thread(), torch.inference_mode():
         logits = model.lm(**inputs).logits[0, -1].float()
         out = model.lm.generate(**inputs, max_new_tokens=len(F32["describe"]["greedy_ids"]), do_sample=False)

@@ -22,6 +22,7 @@ pytest.importorskip("diffusers")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
 from lmms_genbench.generators.unified import build_unified  # noqa: E402
+from tests.support.blip3o_inputs import describe_inputs  # noqa: E402
 from tests.support.threads import single_thread  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "blip3o"
@@ -58,14 +59,12 @@ def _without_im_patch(folder: Path) -> Path:
 
 
 def test_the_resize_changes_no_logit_and_no_greedy_id_beyond_its_own_row(tmp_path):
-    from tests.unit.generators.test_blip3o_parity import _inputs
-
     assert (AUTHORS["rows_before_resize"], AUTHORS["rows_after_resize"]) == (ROWS, ROWS + 1)
     with single_thread():
         model = build_unified("blip3o", pretrained=str(_without_im_patch(tmp_path / "BLIP3o-Model-4B")),
                               processor=str(DATA / "Qwen2.5-VL-7B-Instruct"), device="cpu", dtype="float32")
     assert model.tokenizer.convert_tokens_to_ids("<im_patch>") in (None, model.tokenizer.unk_token_id)
-    _, _, inputs = _inputs(model)
+    inputs = describe_inputs(model)
     assert inputs.input_ids[0].tolist() == AUTHORS["input_ids"]
     with single_thread(), torch.inference_mode():
         logits = model.lm(**inputs).logits[0, -1]
