@@ -6,7 +6,8 @@ The authors run the language model and the DiT in float16 (builder.py) and the d
 (inference.py): ``dtype=auto`` does the same on CUDA. Forced onto the CPU here, on the same weights and
 inputs: first-step logits, greedy ids and DiT features equal the authors' float16 ones, pixels their
 bfloat16 decoder's (their own low precision against their float32: logits 0.018, features 0.051, pixels
-up to 5 levels). All-bfloat16 (``dtype=bfloat16``): logits 0.125 apart (their own rounding 0.158), ids,
+up to 5 levels). All-bfloat16 (``dtype=bfloat16``): logits 0.125 apart (their own rounding 0.158; text-only
+logits are equal, transformers 5's and 4.51's Qwen2.5-VL vision tower differ by one bfloat16 step), ids,
 features and pixels equal. Low precision is not bit-reproducible across CPUs, so ours is held within
 twice the authors' own rounding (tests/support/allowances.py).
 """
