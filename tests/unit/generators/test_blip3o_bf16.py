@@ -23,14 +23,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from lmms_genbench.generators.unified import build_unified, plan_unified  # noqa: E402
-from lmms_genbench.generators.unified.blip3o import model as blip3o_model  # noqa: E402
-from lmms_genbench.generators.unified.blip3o.model import AUTHORS_DTYPES, part_dtypes  # noqa: E402
-from tests.support.allowances import assert_within_bf16_rounding  # noqa: E402
-from tests.support.blip3o_inputs import describe_inputs  # noqa: E402
-from tests.support.threads import single_thread  # noqa: E402
+from lmms_genbench.generators.unified import build_unified, plan_unified
+from lmms_genbench.generators.unified.blip3o import model as blip3o_model
+from lmms_genbench.generators.unified.blip3o.model import AUTHORS_DTYPES, part_dtypes
+from tests.support.allowances import assert_within_bf16_rounding
+from tests.support.blip3o_inputs import describe_inputs
+from tests.support.threads import single_thread
 
 DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "blip3o"
 AUTHORS = json.loads((DATA / "authors_bf16.json").read_text(encoding="utf-8"))

@@ -21,9 +21,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 safetensors_torch = pytest.importorskip("safetensors.torch")
 
-from lmms_genbench.generators.unified import build_unified  # noqa: E402
-from tests.support.blip3o_inputs import describe_inputs  # noqa: E402
-from tests.support.threads import single_thread  # noqa: E402
+from lmms_genbench.generators.unified import build_unified
+from tests.support.blip3o_inputs import describe_inputs
+from tests.support.threads import single_thread
 
 DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "blip3o"
 AUTHORS = json.loads((DATA / "authors_im_patch.json").read_text(encoding="utf-8"))

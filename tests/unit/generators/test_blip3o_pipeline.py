@@ -19,8 +19,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("diffusers")
 
-from lmms_genbench.generators.unified import build_unified  # noqa: E402
-from tests.support.threads import single_thread  # noqa: E402
+from lmms_genbench.generators.unified import build_unified
+from tests.support.threads import single_thread
 
 DATA = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "blip3o"
 PIPELINE = json.loads((DATA / "expected_pipeline.json").read_text(encoding="utf-8"))
