@@ -1,7 +1,7 @@
 """BLIP3-o (Salesforce; Chen et al. 2025) as a unified model, loaded as published.
 
     lmms-eval --model cycle --model_args unified=blip3o,\\
-    unified.pretrained=BLIP3o/BLIP3o-Model-4B,unified.device=cuda,unified.dtype=bfloat16 \\
+    unified.pretrained=BLIP3o/BLIP3o-Model-4B,unified.device=cuda \\
         --tasks sdp_nocaps
 
 Describing is the frozen Qwen2.5-VL half, prompted as the authors' demo does (gradio/app.py: the
@@ -38,6 +38,20 @@ IMAGE_START = "[IMG]"
 NEGATIVE_PROMPT = " "
 #: qwen_vl_utils.fetch_image's bounds (4 to 16384 tokens of 28 x 28 px), which app.py applies
 QWEN_FACTOR, QWEN_MIN_PIXELS, QWEN_MAX_PIXELS = 28, 4 * 28 * 28, 16384 * 28 * 28
+#: the parts that may run in their own dtype
+PARTS = ("lm", "dit", "decoder")
+#: the authors' dtypes, which ``dtype=auto`` runs on CUDA: builder.py loads the language model,
+#: the DiT and the queries inside it, in float16; inference.py the decoder pipeline in bfloat16
+AUTHORS_DTYPES = {"lm": "float16", "dit": "float16", "decoder": "bfloat16"}
+
+
+def part_dtypes(choice: str, device_type: str, resolved: str) -> dict[str, str]:
+    """Each part's dtype: ``auto`` on CUDA as the authors run them (:data:`AUTHORS_DTYPES`); else
+    every part in ``resolved`` (``auto`` made concrete: float32 on the CPU, where the authors never
+    run and float16 has slow kernels; float16 on MPS) or the one dtype asked for."""
+    if choice == "auto" and device_type == "cuda":
+        return dict(AUTHORS_DTYPES)
+    return dict.fromkeys(PARTS, resolved)
 
 
 class Blip3oUnified(UnifiedCommon):
@@ -50,7 +64,9 @@ class Blip3oUnified(UnifiedCommon):
             (inference.py and gradio/app.py load ``Qwen/Qwen2.5-VL-7B-Instruct``'s); the text is
             tokenized by the checkpoint's own tokenizer (the same Qwen2.5 vocabulary).
         device: torch device; a missing accelerator is an error, never a silent CPU run.
-        dtype: ``auto`` (bfloat16 on CUDA where supported...), ``float16``, ``bfloat16``, ``float32``.
+        dtype: ``auto``: on CUDA the authors' dtypes, float16 language model and DiT, bfloat16
+            decoder (their builder.py and inference.py); on the CPU float32, on MPS float16, for
+            every part. ``float16``, ``bfloat16``, ``float32``: every part in that dtype.
         batch_size: images described per forward batch, prompts drawn together (each image as drawn alone).
         dit_steps: the DiT's Euler steps (``sample_images``' default 30).
         dit_guidance: the DiT's guidance against a zero condition (``sample_images``' default 3.0).
@@ -86,7 +102,7 @@ class Blip3oUnified(UnifiedCommon):
         from . import checkpoint
         from .dit import NextDiTCrossAttn, dit_weights
 
-        dtype = getattr(torch, self.dtype)
+        lm_dtype, dit_dtype, decoder_dtype = (getattr(torch, self.dtypes[part]) for part in PARTS)
         try:
             from ..common import CheckpointError, check_source
 
@@ -94,11 +110,11 @@ class Blip3oUnified(UnifiedCommon):
             folder = checkpoint.local_folder(self.pretrained)
             raw = checkpoint.read_config(folder)
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-            self.lm = checkpoint.load_qwen(folder, raw, dtype)
-            generation = checkpoint.read_generation_weights(folder, dtype)
-            self.dit = NextDiTCrossAttn.from_state_dict(dit_weights(generation)).to(dtype)
-            self.queries = generation["model.latent_queries"]
-            self.unet, self.vae, self.decoder_scheduler = checkpoint.load_decoder(folder, dtype)
+            self.lm = checkpoint.load_qwen(folder, raw, lm_dtype)
+            generation = checkpoint.read_generation_weights(folder, dit_dtype)
+            self.dit = NextDiTCrossAttn.from_state_dict(dit_weights(generation)).to(dit_dtype)
+            self.queries = generation["model.latent_queries"].to(lm_dtype)  # a parameter of their language model
+            self.unet, self.vae, self.decoder_scheduler = checkpoint.load_decoder(folder, decoder_dtype)
             try:
                 image_processor = transformers.AutoImageProcessor.from_pretrained(self.processor_id)
             except (OSError, ValueError, KeyError) as exc:  # another model's folder, no preprocessor file
@@ -143,6 +159,13 @@ class Blip3oUnified(UnifiedCommon):
             "processor": self.processor_id, "dit_steps": self.dit_steps, "dit_guidance": self.dit_guidance,
             "decoder_steps": self.decoder_steps, "decoder_guidance": self.decoder_guidance,
             "image_size": self.image_size, "temperature": self.temperature, "max_new_tokens": self.max_new_tokens})
+
+    def _resolve_dtype(self, choice: str) -> str:
+        """``self.dtypes`` set per part; the name's dtype: the one dtype, or every part's where they differ."""
+        self.dtypes = part_dtypes(choice, self._device.type, super()._resolve_dtype(choice))
+        if len(set(self.dtypes.values())) == 1:
+            return self.dtypes["lm"]
+        return ",".join(f"{part}:{self.dtypes[part]}" for part in PARTS)
 
     # -- describing ------------------------------------------------------------
 
@@ -198,7 +221,8 @@ class Blip3oUnified(UnifiedCommon):
             mask[i, :n] = 1
         states = self.lm.model.language_model(inputs_embeds=embeds, attention_mask=mask).last_hidden_state
         ends = mask.sum(dim=1).tolist()
-        return torch.stack([states[i, end - self.n_query:end] for i, end in enumerate(ends)])
+        rows = torch.stack([states[i, end - self.n_query:end] for i, end in enumerate(ends)])
+        return rows.to(getattr(torch, self.dtypes["dit"]))  # the DiT's dtype (float16 beside a bfloat16 LM on CUDA)
 
     def features(self, text: str, generator) -> Any:
         """CLIP features ``(1, 64, channels)`` for one already-templated text (generate_image)."""
@@ -241,8 +265,10 @@ class Blip3oUnified(UnifiedCommon):
 
     def latents_to_images(self, latents) -> list[GenerationResult]:
         """The VAE's pixels for decoder ``latents``, one checked image per row."""
-        pixels = self.vae.decode(latents / self.vae.config.scaling_factor).sample
-        arrays = ((pixels.float() / 2 + 0.5).clamp(0, 1).permute(0, 2, 3, 1).cpu().numpy() * 255).round().astype("uint8")
+        # decode_latents' order and dtype (the decoder's: in bfloat16 another order rounds otherwise)
+        pixels = self.vae.decode(1 / self.vae.config.scaling_factor * latents).sample
+        pixels = (pixels / 2 + 0.5).clamp(0, 1)
+        arrays = (pixels.permute(0, 2, 3, 1).cpu().float().numpy() * 255).round().astype("uint8")
         return [check_image(Image.fromarray(array), False) for array in arrays]
 
     def decode_features(self, cond, null, generator) -> Any:

@@ -95,11 +95,12 @@ def random_blip3o(device: str = "cuda", dtype: str = "bfloat16", tokenizer: str 
                  settings.pop("image_size", 1024), settings.pop("temperature", 0.0), settings.pop("max_new_tokens", 1024))
     if settings:
         raise TypeError(f"random_blip3o: unknown settings {sorted(settings)}")
-    torch_dtype = getattr(torch, model.dtype)
+    lm_dtype, dit_dtype, decoder_dtype = (getattr(torch, model.dtypes[part]) for part in ("lm", "dit", "decoder"))
     with torch.device(model._device):
         parts = real_parts()
-    model.lm, model.dit, model.unet, model.vae = (parts[k].to(torch_dtype) for k in ("lm", "dit", "unet", "vae"))
-    model.queries = parts["queries"].to(torch_dtype)
+    model.lm, model.dit = parts["lm"].to(lm_dtype), parts["dit"].to(dit_dtype)
+    model.unet, model.vae = parts["unet"].to(decoder_dtype), parts["vae"].to(decoder_dtype)
+    model.queries = parts["queries"].to(lm_dtype)
     model.decoder_scheduler = diffusers.EulerDiscreteScheduler(**DECODER_SCHEDULER)
     model.tokenizer = transformers.AutoTokenizer.from_pretrained(tokenizer or parity / "BLIP3o-Model-4B")
     model.processor = transformers.Qwen2_5_VLProcessor(
