@@ -31,7 +31,7 @@ row showo "unified=showo,unified.pretrained=showlab/show-o-512x512,unified.vq_mo
 row janus "unified=janus,unified.pretrained=deepseek-ai/Janus-1.3B,unified.device=cuda,unified.dtype=bfloat16"
 row janus_pro "unified=janus,unified.pretrained=deepseek-community/Janus-Pro-7B,unified.device=cuda,unified.dtype=bfloat16"
 row vila_u "unified=vila_u,unified.pretrained=mit-han-lab/vila-u-7b-256,unified.device=cuda,unified.dtype=bfloat16"
-row blip3o "unified=blip3o,unified.pretrained=BLIP3o/BLIP3o-Model-4B,unified.device=cuda,unified.dtype=bfloat16"
+row blip3o "unified=blip3o,unified.pretrained=BLIP3o/BLIP3o-Model-4B,unified.device=cuda"
 row llava_sdxl "describer=llava_hf,describer.pretrained=llava-hf/llava-1.5-7b-hf,describer.device_map=cuda,generator=diffusers,generator.pretrained=stabilityai/stable-diffusion-xl-base-1.0"
 if [ "$ran" = 0 ]; then
   echo "sdp_paper.sh: no row '$only'; the rows are: ${rows[*]}" >&2

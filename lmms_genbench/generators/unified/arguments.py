@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,13 +105,14 @@ class Preset:
     source: str
 
 
-def runtime(dtype: str = "auto", batch_size: int = 4, dtype_source: str = "") -> tuple[Arg, ...]:
+def runtime(dtype: str = "auto", batch_size: int = 4, dtype_source: str = "",
+            dtype_doc: str = "``auto`` is bfloat16 on CUDA where supported, else float16 on CUDA/MPS, else float32",
+            ) -> tuple[Arg, ...]:
     """``device``, ``dtype`` and ``batch_size``, as every unified model takes them."""
     return (
         Arg("device", str, "cuda", "torch device (``cuda``, ``cuda:1``, ``cpu``); a missing accelerator is an "
             "error, never a silent CPU run", key=None),
-        Arg("dtype", "choice", dtype, "``auto`` is bfloat16 on CUDA where supported, else float16 on CUDA/MPS, "
-            "else float32", source=dtype_source, choices=DTYPES, attr=None, key=None),
+        Arg("dtype", "choice", dtype, dtype_doc, source=dtype_source, choices=DTYPES, attr=None, key=None),
         Arg("batch_size", int, batch_size, "images described, or prompts drawn, per forward batch", key=None),
     )
 

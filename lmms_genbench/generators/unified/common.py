@@ -120,7 +120,7 @@ class UnifiedCommon:
         ``pretrained``, ``dtype`` and ``settings`` (every other setting that changes an output)."""
         torch = self._torch = require("torch", f"the {self.family} unified model")
         self._device = check_device(torch, self.device)
-        self.dtype = resolve_dtype(torch, dtype_choice, self._device, None)
+        self.dtype = self._resolve_dtype(dtype_choice)
         # a local folder reads best by its own name; the hash still holds the full path
         label = os.path.basename(os.path.normpath(self.pretrained)) if os.path.isdir(self.pretrained) else self.pretrained
         key = {"pretrained": self.pretrained, "dtype": self.dtype, **settings}
@@ -135,6 +135,11 @@ class UnifiedCommon:
         #: what made the name, written beside the store's folder (store/identity.py)
         self.identity = {**name_record(self.family, label, {**key, "weights": weights} if weights else key),
                          "checkpoints": recorded_checkpoints(sources, weights)}
+
+    def _resolve_dtype(self, choice: str) -> str:
+        """The dtype's name (``auto`` made concrete for the device); a model whose parts run in
+        several dtypes overrides it (blip3o) and names them all."""
+        return resolve_dtype(self._torch, choice, self._device, None)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, device={self.device!r})"

@@ -28,11 +28,10 @@ from ...core.deps import require
 from ...core.failures import GeneratorConfigError
 from ..base import GenerationResult
 from ..common import check_image, describe_error
-from .base import DescribeResult
 from .arguments import FRACTION, Arg, Arguments, Preset, describing, runtime
+from .base import DescribeResult
 from .common import CheckpointError, UnifiedCommon, authors_text, cut, hf_decoding
 from .janus_chat import CHAT_FORMAT_CHOICES
-
 
 
 def read_layout(pretrained: str) -> bool:

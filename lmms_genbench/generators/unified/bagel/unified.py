@@ -20,8 +20,8 @@ from PIL import Image
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
-from ..base import DescribeResult
 from ..arguments import Arg, Arguments, Preset, Rule, runtime
+from ..base import DescribeResult
 from ..common import UnifiedCommon, authors_text, cut, plain_decoding
 
 __all__ = ["BagelUnified"]

@@ -92,11 +92,12 @@ def random_blip3o(device: str = "cuda", dtype: str = "bfloat16", tokenizer: str 
     # the table's defaults for the settings not given; an unknown setting is an ArgumentError
     model._check(pretrained="random-real-size", processor=str(parity / "Qwen2.5-VL-7B-Instruct"), device=device,
                  dtype=dtype, **settings)
-    torch_dtype = getattr(torch, model.dtype)
+    lm_dtype, dit_dtype, decoder_dtype = (getattr(torch, model.dtypes[part]) for part in ("lm", "dit", "decoder"))
     with torch.device(model._device):
         parts = real_parts()
-    model.lm, model.dit, model.unet, model.vae = (parts[k].to(torch_dtype) for k in ("lm", "dit", "unet", "vae"))
-    model.queries = parts["queries"].to(torch_dtype)
+    model.lm, model.dit = parts["lm"].to(lm_dtype), parts["dit"].to(dit_dtype)
+    model.unet, model.vae = parts["unet"].to(decoder_dtype), parts["vae"].to(decoder_dtype)
+    model.queries = parts["queries"].to(lm_dtype)
     model.decoder_scheduler = diffusers.EulerDiscreteScheduler(**DECODER_SCHEDULER)
     model.tokenizer = transformers.AutoTokenizer.from_pretrained(tokenizer or parity / "BLIP3o-Model-4B")
     model.processor = transformers.Qwen2_5_VLProcessor(

@@ -17,6 +17,7 @@ decoded greedily (inference_mmu.py samples with top_k=1). Drawing is its MaskGIT
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -27,8 +28,8 @@ from ....core.deps import MissingDependencyError, require
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
-from ..base import DescribeResult
 from ..arguments import Arg, Arguments, describing, runtime
+from ..base import DescribeResult
 from ..common import UnifiedCommon, authors_text, cut, plain_decoding
 
 #: configs/showo_demo_512x512.yaml: model.showo.pretrained_model_path, vq_model_name, llm_model_path
@@ -207,11 +208,20 @@ class ShowoUnified(UnifiedCommon):
             rows = torch.cat([cond, uncond])
         mask = t2i_mask(rows, self.vocab, self._dtype)
         keep = self.num_codes + 1  # the codes and <|eoi|>, whose logits are dropped
+        # the text part (the padded text and its task token) attends causally and never sees the
+        # image part, so its keys and values are the same at every step: computed once, and each
+        # step runs <|soi|>, the codes and <|eoi|> over a copy of them (the authors' t2i_generate
+        # reruns the whole row)
+        prefix = MAX_TEXT_LEN + 1
 
         def forward(batch):
-            return self.lm(input_ids=batch, attention_mask=mask, logits_to_keep=keep).logits[:, :-1]
+            step_cache = copy.deepcopy(text_cache)  # the step's forward appends the image part's
+            return self.lm(input_ids=batch[:, prefix:], attention_mask=mask[:, :, prefix:], cache=step_cache,
+                           use_cache=True, logits_to_keep=keep).logits[:, :-1]
 
         with torch.inference_mode():
+            text_cache = self.lm(input_ids=rows[:, :prefix], attention_mask=mask[:, :, :prefix, :prefix],
+                                 use_cache=True, logits_to_keep=1).cache
             return unmask(forward, cond, uncond_text, [torch.Generator().manual_seed(int(s)) for s in seeds],
                           num_codes=self.num_codes, image_offset=self.vocab.image_offset,
                           codebook_size=self.vocab.codebook_size, mask_id=self.vocab.mask, steps=self.steps,

@@ -24,8 +24,8 @@ from ....core.deps import require
 from ....core.failures import GeneratorConfigError
 from ...base import GenerationResult
 from ...common import check_image, describe_error
-from ..base import DescribeResult
 from ..arguments import FRACTION, Arg, Arguments, runtime
+from ..base import DescribeResult
 from ..common import UnifiedCommon, cut, hf_decoding
 
 #: where the authors' depth transformer samples each code
