@@ -1,5 +1,5 @@
 """BAGEL's language model: Qwen2 with a second set of weights for image tokens (Mixture of
-Transformers), run one packed sequence at a time against a key/value cache.
+Transformers), run on several packed sequences at once, each against its own key/value cache.
 
 Every layer holds Qwen2's attention projections, QK RMS norms, MLP and the two layer norms twice:
 the plain ones (understanding: text and ViT tokens, and the text markers around a latent image)
@@ -10,6 +10,7 @@ embedding); the state-dict keys are the published ``language_model.*`` ones.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -19,8 +20,69 @@ from transformers.models.qwen2.modeling_qwen2 import Qwen2MLP, Qwen2RMSNorm, Qwe
 
 __all__ = ["KVCache", "MoTLanguageModel"]
 
-#: one (keys, values) pair per layer, each [tokens, kv heads, head dim]; None before the first update
-KVCache = list
+@dataclass
+class KVCache:
+    """Several sequences' keys and values side by side (one sequence: one row).
+
+    ``layers``: one (keys, values) pair per layer, each [rows, slots, kv heads, head dim]; rows of
+    different lengths are padded, and ``valid`` ([rows, slots], None where every slot is a row's
+    own token) says which slots hold a row's tokens. Rotary positions are applied before caching,
+    so a row's tokens need not be contiguous: a padding slot is only ever masked out.
+    """
+
+    layers: list[tuple[torch.Tensor, torch.Tensor]]
+    valid: torch.Tensor | None = None
+
+    @property
+    def slots(self) -> int:
+        return self.layers[0][0].shape[1]
+
+    def select(self, rows: list[int]) -> KVCache:
+        """The cache of ``rows`` only (finished sequences dropped)."""
+        index = torch.tensor(rows, device=self.layers[0][0].device)
+        layers = [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.layers]
+        return KVCache(layers, None if self.valid is None else self.valid.index_select(0, index))
+
+
+class _Layout:
+    """Where the packed new tokens ([tokens, ...], row after row, ``lengths`` each) sit in the padded
+    [rows, width] batch one attention call takes, and that call's mask: a new token sees its own
+    row's cached tokens and its row's new ones (all of them, or up to itself when causal)."""
+
+    def __init__(self, lengths: list[int], cache: KVCache | None, causal: bool, device: torch.device) -> None:
+        rows, self.width = len(lengths), max(lengths)
+        slots = 0 if cache is None else cache.slots
+        self.rows, self.simple = rows, rows == 1 and (cache is None or cache.valid is None)
+        if self.simple:  # one row, no padding: no gathering, and today's mask (none, or causal)
+            self.valid = None
+            self.mask = torch.ones(self.width, slots + self.width, dtype=torch.bool, device=device).tril(slots) \
+                if causal else None
+            return
+        lengths_t = torch.tensor(lengths, device=device)
+        new_valid = torch.arange(self.width, device=device) < lengths_t[:, None]  # [rows, width]
+        self.index = new_valid.flatten().nonzero().squeeze(1)  # each packed token's padded place
+        old = torch.ones(rows, slots, dtype=torch.bool, device=device) if cache is None or cache.valid is None \
+            else cache.valid
+        self.valid = torch.cat([old, new_valid], dim=1)  # [rows, slots + width]
+        mask = self.valid[:, None, :].expand(rows, self.width, slots + self.width)
+        if causal:
+            mask = mask & torch.ones(self.width, slots + self.width, dtype=torch.bool, device=device).tril(slots)
+        # a padding query sees everything (its output is dropped): no row is fully masked, no NaN
+        self.mask = (mask | ~new_valid[:, :, None])[:, None]
+
+    def pad(self, x: torch.Tensor) -> torch.Tensor:
+        """[tokens, ...] to [rows, width, ...]."""
+        if self.simple:
+            return x.unsqueeze(0)
+        out = x.new_zeros(self.rows * self.width, *x.shape[1:])
+        out[self.index] = x
+        return out.view(self.rows, self.width, *x.shape[1:])
+
+    def unpad(self, x: torch.Tensor) -> torch.Tensor:
+        """[rows, width, ...] back to [tokens, ...]."""
+        if self.simple:
+            return x[0]
+        return x.reshape(self.rows * self.width, *x.shape[2:])[self.index]
 
 
 class _Attention(nn.Module):
@@ -44,7 +106,7 @@ class _Attention(nn.Module):
         return getattr(self, f"q_norm{suffix}")(q), getattr(self, f"k_norm{suffix}")(k), v
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], past: Any, gen: torch.Tensor | None,
-                causal: bool) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+                layout: _Layout) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         if gen is None:
             q, k, v = self._project(x, "")
         else:  # text markers through the understanding weights, latent tokens through the generation ones
@@ -56,9 +118,10 @@ class _Attention(nn.Module):
             q[gen], k[gen], v[gen] = self._project(x[gen], "_moe_gen")
         cos, sin = rope
         q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
+        q, k, v = layout.pad(q), layout.pad(k), layout.pad(v)
         if past is not None:
-            k, v = torch.cat([past[0], k]), torch.cat([past[1], v])
-        out = _attend(q, k, v, causal).reshape(x.shape[0], -1)
+            k, v = torch.cat([past[0], k], dim=1), torch.cat([past[1], v], dim=1)
+        out = layout.unpad(_attend(q, k, v, layout.mask)).reshape(x.shape[0], -1)
         if gen is None:
             return self.o_proj(out), (k, v)
         y = x.new_empty(x.shape[0], self.o_proj.out_features)
@@ -66,16 +129,14 @@ class _Attention(nn.Module):
         return y, (k, v)
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    """Softmax attention of the new tokens over cache + new; causal is bottom-right aligned (a new
-    token sees the whole cache and the new tokens up to itself), as flash-attn's varlen call."""
-    lq, lk = q.shape[0], k.shape[0]
-    if k.shape[1] != q.shape[1]:  # grouped-query attention: kv head j serves query heads j*g .. j*g+g-1
-        groups = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
-    mask = torch.ones(lq, lk, dtype=torch.bool, device=q.device).tril(lk - lq) if causal else None
-    out = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), attn_mask=mask)
-    return out.transpose(0, 1)
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Softmax attention of [rows, new, heads, dim] queries over [rows, cache + new, kv heads, dim]
+    keys and values under ``mask`` (causal is bottom-right aligned, as flash-attn's varlen call)."""
+    if k.shape[2] != q.shape[2]:  # grouped-query attention: kv head j serves query heads j*g .. j*g+g-1
+        groups = q.shape[2] // k.shape[2]
+        k, v = k.repeat_interleave(groups, dim=2), v.repeat_interleave(groups, dim=2)
+    out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask)
+    return out.transpose(1, 2)
 
 
 class _Layer(nn.Module):
@@ -89,9 +150,9 @@ class _Layer(nn.Module):
         self.post_attention_layernorm = Qwen2RMSNorm(d, eps=eps)
         self.post_attention_layernorm_moe_gen = Qwen2RMSNorm(d, eps=eps)
 
-    def forward(self, x: torch.Tensor, rope: Any, past: Any, gen: torch.Tensor | None, causal: bool) -> tuple:
+    def forward(self, x: torch.Tensor, rope: Any, past: Any, gen: torch.Tensor | None, layout: _Layout) -> tuple:
         h, kv = self.self_attn(_split(x, gen, self.input_layernorm, self.input_layernorm_moe_gen), rope, past, gen,
-                               causal)
+                               layout)
         x = x + h
         h = _split(x, gen, self.post_attention_layernorm, self.post_attention_layernorm_moe_gen)
         return x + _split(h, gen, self.mlp, self.mlp_moe_gen), kv
@@ -129,21 +190,27 @@ class MoTLanguageModel(nn.Module):
         return self.model.embed_tokens(ids)
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None, *,
-                gen: torch.Tensor | None = None, causal: bool = True) -> tuple[torch.Tensor, KVCache]:
-        """Run ``x`` ([tokens, hidden]) at rotary ``positions`` after ``cache``.
+                gen: torch.Tensor | None = None, causal: bool = True,
+                lengths: list[int] | None = None) -> tuple[torch.Tensor, KVCache]:
+        """Run ``x`` ([tokens, hidden]: the new tokens of every row, row after row) at rotary
+        ``positions`` after ``cache``.
 
         Args:
             gen: bool per token, True for latent-image tokens (the generation expert); None when
                 every token is an understanding one.
             causal: text is causal; an image's tokens (ViT or latent) attend to each other fully.
+            lengths: new tokens per row (None: one row); the cache has as many rows.
 
         Returns the final-norm hidden states and the cache extended by these tokens (the caller
-        keeps or drops it).
+        keeps or drops it). Linear layers run on the packed tokens, attention on rows padded to the
+        longest, each row masked to its own tokens.
         """
+        lengths = [x.shape[0]] if lengths is None else lengths
+        layout = _Layout(lengths, cache, causal, x.device)
         cos, sin = self.model.rotary_emb(x, positions.unsqueeze(0))
         rope = (cos[0], sin[0])
-        extended: KVCache = []
+        layers: list[tuple[torch.Tensor, torch.Tensor]] = []
         for i, layer in enumerate(self.model.layers):
-            x, kv = layer(x, rope, None if cache is None else cache[i], gen, causal)
-            extended.append(kv)
-        return _split(x, gen, self.model.norm, self.model.norm_moe_gen), extended
+            x, kv = layer(x, rope, None if cache is None else cache.layers[i], gen, layout)
+            layers.append(kv)
+        return _split(x, gen, self.model.norm, self.model.norm_moe_gen), KVCache(layers, layout.valid)

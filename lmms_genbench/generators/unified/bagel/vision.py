@@ -48,7 +48,7 @@ class _VisionModel(nn.Module):
 
 
 class NaViT(nn.Module):
-    """``vit_model``: one image's patches ([n, 3 * p * p]) and grid positions to features."""
+    """``vit_model``: images' patches ([n, 3 * p * p]) and grid positions to features."""
 
     def __init__(self, config: Any) -> None:
         super().__init__()
@@ -56,14 +56,30 @@ class NaViT(nn.Module):
         self.vision_model = _VisionModel(config)
 
     def forward(self, patches: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        m = self.vision_model
-        x = m.embeddings.patch_embedding(patches) + m.embeddings.position_embedding(positions)
-        x = x.unsqueeze(0)  # one image: full attention over its own patches
-        for layer in m.encoder.layers:
-            out = layer(x, None)
-            x = out[0] if isinstance(out, tuple) else out
-        return m.post_layernorm(x[0])
+        return self.forward_many([patches], [positions])[0]
 
+    def forward_many(self, patches: list[torch.Tensor], positions: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Several images in one pass, each with full attention over its own patches only (rows
+        padded to the longest, padding keys masked)."""
+        m = self.vision_model
+        lengths = [p.shape[0] for p in patches]
+        x = m.embeddings.patch_embedding(torch.cat(patches)) + m.embeddings.position_embedding(torch.cat(positions))
+        mask = None
+        if len(patches) > 1:
+            width = max(lengths)
+            valid = torch.arange(width, device=x.device) < torch.tensor(lengths, device=x.device)[:, None]
+            index = valid.flatten().nonzero().squeeze(1)
+            padded = x.new_zeros(len(lengths) * width, x.shape[1])
+            padded[index] = x
+            x, mask = padded.view(len(lengths), width, -1), valid[:, None, None, :]
+        else:
+            x = x.unsqueeze(0)
+        for layer in m.encoder.layers:
+            out = layer(x, mask)
+            x = out[0] if isinstance(out, tuple) else out
+        x = m.post_layernorm(x)
+        x = x[0] if mask is None else x.flatten(0, 1)[index]
+        return list(x.split(lengths))
 
 class Connector(nn.Module):
     """``connector``: two linear layers with the authors' ``gelu_pytorch_tanh`` between them."""
