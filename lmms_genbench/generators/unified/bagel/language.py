@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.nn.utils.rnn import pad_sequence
 from transformers.models.qwen2.modeling_qwen2 import Qwen2MLP, Qwen2RMSNorm, Qwen2RotaryEmbedding, apply_rotary_pos_emb
 
 __all__ = ["KVCache", "MoTLanguageModel"]
@@ -45,44 +46,73 @@ class KVCache:
 
 
 class _Layout:
-    """Where the packed new tokens ([tokens, ...], row after row, ``lengths`` each) sit in the padded
-    [rows, width] batch one attention call takes, and that call's mask: a new token sees its own
-    row's cached tokens and its row's new ones (all of them, or up to itself when causal)."""
+    """How one pass's new tokens (packed: [tokens, ...], row after row, ``lengths`` each) meet
+    their rows' caches in attention. A new token sees its own row's cached tokens and its row's new
+    ones (all of them, or up to itself when causal).
 
-    def __init__(self, lengths: list[int], cache: KVCache | None, causal: bool, device: torch.device) -> None:
-        rows, self.width = len(lengths), max(lengths)
+    Decoding steps (one new token per row) run as one padded batch: the cache's rows padded to the
+    longest, padding masked. Longer passes (prefills, flow steps) run attention row by row on each
+    row's own tokens, in exactly the shapes and call a row gets alone, so each row's attention is
+    the one it gets alone and no padded [tokens x tokens] scores are spent.
+    """
+
+    def __init__(self, lengths: list[int], cache: KVCache | None, causal: bool, device: torch.device,
+                 keep: bool) -> None:
+        rows, self.width, self.keep = len(lengths), max(lengths), keep
         slots = 0 if cache is None else cache.slots
-        self.rows, self.simple = rows, rows == 1 and (cache is None or cache.valid is None)
-        if self.simple:  # one row, no padding: no gathering, and today's mask (none, or causal)
-            self.valid = None
-            self.mask = torch.ones(self.width, slots + self.width, dtype=torch.bool, device=device).tril(slots) \
-                if causal else None
+        self.rows, self.padded = rows, self.width == 1
+        old = None if cache is None else cache.valid
+        if self.padded:
+            lengths_t = torch.tensor(lengths, device=device)
+            new_valid = torch.arange(self.width, device=device) < lengths_t[:, None]  # [rows, width]
+            self.index = new_valid.flatten().nonzero().squeeze(1)  # each packed token's padded place
+            old = torch.ones(rows, slots, dtype=torch.bool, device=device) if old is None else old
+            self.valid = torch.cat([old, new_valid], dim=1)  # [rows, slots + width]
+            mask = self.valid[:, None, :].expand(rows, self.width, slots + self.width)
+            if causal:
+                mask = mask & torch.ones(self.width, slots + self.width, dtype=torch.bool, device=device).tril(slots)
+            # a padding query sees everything (its output is dropped): no row is fully masked, no NaN
+            self.mask = (mask | ~new_valid[:, :, None])[:, None]
             return
-        lengths_t = torch.tensor(lengths, device=device)
-        new_valid = torch.arange(self.width, device=device) < lengths_t[:, None]  # [rows, width]
-        self.index = new_valid.flatten().nonzero().squeeze(1)  # each packed token's padded place
-        old = torch.ones(rows, slots, dtype=torch.bool, device=device) if cache is None or cache.valid is None \
-            else cache.valid
-        self.valid = torch.cat([old, new_valid], dim=1)  # [rows, slots + width]
-        mask = self.valid[:, None, :].expand(rows, self.width, slots + self.width)
-        if causal:
-            mask = mask & torch.ones(self.width, slots + self.width, dtype=torch.bool, device=device).tril(slots)
-        # a padding query sees everything (its output is dropped): no row is fully masked, no NaN
-        self.mask = (mask | ~new_valid[:, :, None])[:, None]
+        # row by row: each row's cached slots (a prefix, or scattered after padded decoding steps)
+        counts = [slots] * rows if old is None else old.sum(1).tolist()
+        prefix = [True] * rows if old is None else \
+            (old == (torch.arange(slots, device=device) < old.sum(1, keepdim=True))).all(1).tolist()
+        self.cached: list[Any] = [slice(0, n) if p else old[r].nonzero().squeeze(1)
+                                  for r, (n, p) in enumerate(zip(counts, prefix))]
+        self.starts = [0, *torch.tensor(lengths).cumsum(0).tolist()]
+        self.masks = [torch.ones(n, c + n, dtype=torch.bool, device=device).tril(c) if causal else None
+                      for n, c in zip(lengths, counts)]
+        totals = torch.tensor([c + n for c, n in zip(counts, lengths)], device=device)
+        self.valid = None if rows == 1 else torch.arange(int(totals.max()), device=device) < totals[:, None]
 
-    def pad(self, x: torch.Tensor) -> torch.Tensor:
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, past: Any) -> tuple[torch.Tensor, Any]:
+        """Attention output ([tokens, heads * dim]) and the extended cache layer (None unless kept)."""
+        if self.padded:
+            q, k, v = self._pad(q), self._pad(k), self._pad(v)
+            if past is not None:
+                k, v = torch.cat([past[0], k], dim=1), torch.cat([past[1], v], dim=1)
+            out = _attend(q, k, v, self.mask)
+            return out.reshape(self.rows * self.width, -1)[self.index], (k, v)
+        outs, keys, values = [], [], []
+        for r, mask in enumerate(self.masks):
+            s, e = self.starts[r], self.starts[r + 1]
+            k_r, v_r = k[s:e], v[s:e]
+            if past is not None:
+                k_r, v_r = torch.cat([past[0][r, self.cached[r]], k_r]), torch.cat([past[1][r, self.cached[r]], v_r])
+            outs.append(_attend(q[s:e].unsqueeze(0), k_r.unsqueeze(0), v_r.unsqueeze(0), mask)[0])
+            keys.append(k_r)
+            values.append(v_r)
+        out = torch.cat(outs).reshape(q.shape[0], -1)
+        if not self.keep:
+            return out, None
+        return out, (pad_sequence(keys, batch_first=True), pad_sequence(values, batch_first=True))
+
+    def _pad(self, x: torch.Tensor) -> torch.Tensor:
         """[tokens, ...] to [rows, width, ...]."""
-        if self.simple:
-            return x.unsqueeze(0)
         out = x.new_zeros(self.rows * self.width, *x.shape[1:])
         out[self.index] = x
         return out.view(self.rows, self.width, *x.shape[1:])
-
-    def unpad(self, x: torch.Tensor) -> torch.Tensor:
-        """[rows, width, ...] back to [tokens, ...]."""
-        if self.simple:
-            return x[0]
-        return x.reshape(self.rows * self.width, *x.shape[2:])[self.index]
 
 
 class _Attention(nn.Module):
@@ -118,15 +148,12 @@ class _Attention(nn.Module):
             q[gen], k[gen], v[gen] = self._project(x[gen], "_moe_gen")
         cos, sin = rope
         q, k = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)
-        q, k, v = layout.pad(q), layout.pad(k), layout.pad(v)
-        if past is not None:
-            k, v = torch.cat([past[0], k], dim=1), torch.cat([past[1], v], dim=1)
-        out = layout.unpad(_attend(q, k, v, layout.mask)).reshape(x.shape[0], -1)
+        out, kv = layout.attend(q, k, v, past)
         if gen is None:
-            return self.o_proj(out), (k, v)
+            return self.o_proj(out), kv
         y = x.new_empty(x.shape[0], self.o_proj.out_features)
         y[~gen], y[gen] = self.o_proj(out[~gen]), self.o_proj_moe_gen(out[gen])
-        return y, (k, v)
+        return y, kv
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -191,7 +218,7 @@ class MoTLanguageModel(nn.Module):
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache | None, *,
                 gen: torch.Tensor | None = None, causal: bool = True,
-                lengths: list[int] | None = None) -> tuple[torch.Tensor, KVCache]:
+                lengths: list[int] | None = None, keep: bool = True) -> tuple[torch.Tensor, KVCache | None]:
         """Run ``x`` ([tokens, hidden]: the new tokens of every row, row after row) at rotary
         ``positions`` after ``cache``.
 
@@ -200,17 +227,18 @@ class MoTLanguageModel(nn.Module):
                 every token is an understanding one.
             causal: text is causal; an image's tokens (ViT or latent) attend to each other fully.
             lengths: new tokens per row (None: one row); the cache has as many rows.
+            keep: False where the caller drops the extended cache (a flow step): None is returned.
 
-        Returns the final-norm hidden states and the cache extended by these tokens (the caller
-        keeps or drops it). Linear layers run on the packed tokens, attention on rows padded to the
-        longest, each row masked to its own tokens.
+        Returns the final-norm hidden states and the cache extended by these tokens. Linear layers
+        run on the packed tokens; attention as :class:`_Layout` says.
         """
         lengths = [x.shape[0]] if lengths is None else lengths
-        layout = _Layout(lengths, cache, causal, x.device)
+        layout = _Layout(lengths, cache, causal, x.device, keep)
         cos, sin = self.model.rotary_emb(x, positions.unsqueeze(0))
         rope = (cos[0], sin[0])
         layers: list[tuple[torch.Tensor, torch.Tensor]] = []
         for i, layer in enumerate(self.model.layers):
             x, kv = layer(x, rope, None if cache is None else cache.layers[i], gen, layout)
             layers.append(kv)
-        return _split(x, gen, self.model.norm, self.model.norm_moe_gen), KVCache(layers, layout.valid)
+        hidden = _split(x, gen, self.model.norm, self.model.norm_moe_gen)
+        return hidden, KVCache(layers, layout.valid) if keep else None

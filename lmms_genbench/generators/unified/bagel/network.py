@@ -5,8 +5,8 @@ A context is the language model's key/value cache plus two counters: its length 
 rotary position. Text enters as ``<|im_start|> ids <|im_end|>`` (causal, one position per token);
 an image enters between ``<|vision_start|>`` and ``<|vision_end|>`` with every one of its tokens at
 the same single position (full attention among them), after which the position advances by one.
-A :class:`Batch` holds several contexts as rows of one padded cache; every pass runs the rows'
-new tokens packed (linear layers) and their attention padded and masked per row.
+A :class:`Batch` holds several contexts as rows of one padded cache; every pass runs all rows'
+new tokens packed through the linear layers, and attention per row (:class:`.language._Layout`).
 
 * describing: ViT image, then the prompt, then greedy decoding from ``<|im_start|>``, one pass
   per step for every unfinished row;
@@ -310,7 +310,7 @@ class BagelNetwork(nn.Module):
         lengths = [n + 2 for n in rows.sizes] * copies
         positions = torch.cat([torch.full((n,), p) for n, p in zip(lengths, batch.positions)]).to(self.device)
         hidden, _ = self.language_model(seq.repeat(copies, 1), positions, batch.cache, gen=rows.gen.repeat(copies),
-                                        causal=False, lengths=lengths)
+                                        causal=False, lengths=lengths, keep=False)
         return self.llm2vae(hidden.view(copies, -1, hidden.shape[-1])[:, rows.latent].flatten(0, 1))
 
     def unpatchify(self, tokens: torch.Tensor, height: int, width: int) -> torch.Tensor:

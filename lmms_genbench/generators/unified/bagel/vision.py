@@ -59,27 +59,22 @@ class NaViT(nn.Module):
         return self.forward_many([patches], [positions])[0]
 
     def forward_many(self, patches: list[torch.Tensor], positions: list[torch.Tensor]) -> list[torch.Tensor]:
-        """Several images in one pass, each with full attention over its own patches only (rows
-        padded to the longest, padding keys masked)."""
+        """Several images, each with full attention over its own patches only: one pass per patch
+        count (images of one size go together, unpadded and unmasked: the attention a padding mask
+        would need runs the unfused path, slower than a pass per size)."""
         m = self.vision_model
-        lengths = [p.shape[0] for p in patches]
-        x = m.embeddings.patch_embedding(torch.cat(patches)) + m.embeddings.position_embedding(torch.cat(positions))
-        mask = None
-        if len(patches) > 1:
-            width = max(lengths)
-            valid = torch.arange(width, device=x.device) < torch.tensor(lengths, device=x.device)[:, None]
-            index = valid.flatten().nonzero().squeeze(1)
-            padded = x.new_zeros(len(lengths) * width, x.shape[1])
-            padded[index] = x
-            x, mask = padded.view(len(lengths), width, -1), valid[:, None, None, :]
-        else:
-            x = x.unsqueeze(0)
-        for layer in m.encoder.layers:
-            out = layer(x, mask)
-            x = out[0] if isinstance(out, tuple) else out
-        x = m.post_layernorm(x)
-        x = x[0] if mask is None else x.flatten(0, 1)[index]
-        return list(x.split(lengths))
+        out: list[Any] = [None] * len(patches)
+        for n in dict.fromkeys(p.shape[0] for p in patches):
+            rows = [i for i, p in enumerate(patches) if p.shape[0] == n]
+            x = m.embeddings.patch_embedding(torch.stack([patches[i] for i in rows]))
+            x = x + m.embeddings.position_embedding(torch.stack([positions[i] for i in rows]))
+            for layer in m.encoder.layers:
+                y = layer(x, None)
+                x = y[0] if isinstance(y, tuple) else y
+            for i, features in zip(rows, m.post_layernorm(x)):
+                out[i] = features
+        return out
+
 
 class Connector(nn.Module):
     """``connector``: two linear layers with the authors' ``gelu_pytorch_tanh`` between them."""
