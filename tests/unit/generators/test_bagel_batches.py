@@ -105,7 +105,7 @@ def test_a_batch_of_images_of_different_sizes_is_described_as_each_alone(bagel):
 def test_rows_with_different_lengths_stop_on_their_own(bagel):
     net, special = bagel.network, bagel.special
     ids = [bagel.tokenizer.encode(p) for p in PROMPTS[:3]]
-    greedy = lambda logits: logits.argmax(dim=-1).tolist()  # noqa: E731
+    greedy = lambda logits: logits.argmax(dim=-1).tolist()
     with torch.inference_mode():
         batch = net.add_texts(Batch.empty(3), ids, special)
         together = net.generate_texts(batch, special, [1, 6, 3], greedy)

@@ -30,10 +30,19 @@ from torch import nn
 
 from .checkpoint import AUTHORS
 from .language import KVCache, MoTLanguageModel
-from .vision import (Connector, NaViT, SinCosTable, TimestepEmbedder, grid_positions, patchify, resize_for, to_rgb,
-                     to_tensor)
+from .vision import (
+    Connector,
+    NaViT,
+    SinCosTable,
+    TimestepEmbedder,
+    grid_positions,
+    patchify,
+    resize_for,
+    to_rgb,
+    to_tensor,
+)
 
-__all__ = ["Batch", "BagelNetwork", "Context", "FlowSettings", "SpecialIds"]
+__all__ = ["BagelNetwork", "Batch", "Context", "FlowSettings", "SpecialIds"]
 
 
 @dataclass(frozen=True)
