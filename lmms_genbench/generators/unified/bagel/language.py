@@ -55,8 +55,8 @@ class _Layout:
     their rows' caches in attention. A new token sees its own row's cached tokens and its row's new
     ones (all of them, or up to itself when causal).
 
-    Decoding steps (one new token per row) run as one padded batch: the cache's rows padded to the
-    longest, padding masked. Longer passes (prefills, flow steps) run attention row by row on each
+    Decoding steps of several rows (one new token each) run as one padded batch: the cache's rows
+    padded to the longest, padding masked. Longer passes (prefills, flow steps) run attention row by row on each
     row's own tokens, in exactly the shapes and call a row gets alone, so each row's attention is
     the one it gets alone and no padded [tokens x tokens] scores are spent.
     """
@@ -65,7 +65,7 @@ class _Layout:
                  keep: bool) -> None:
         rows, self.width, self.keep = len(lengths), max(lengths), keep
         slots = 0 if cache is None else cache.slots
-        self.rows, self.padded = rows, self.width == 1
+        self.rows, self.padded = rows, self.width == 1 and rows > 1
         old = None if cache is None else cache.valid
         if self.padded:
             lengths_t = torch.tensor(lengths, device=device)
@@ -86,7 +86,8 @@ class _Layout:
         self.cached: list[Any] = [slice(0, n) if p else old[r].nonzero().squeeze(1)
                                   for r, (n, p) in enumerate(zip(counts, prefix))]
         self.starts = [0, *torch.tensor(lengths).cumsum(0).tolist()]
-        self.masks = [torch.ones(n, c + n, dtype=torch.bool, device=device).tril(c) if causal else None
+        # one new token sees every key: no mask, causal or not
+        self.masks = [torch.ones(n, c + n, dtype=torch.bool, device=device).tril(c) if causal and n > 1 else None
                       for n, c in zip(lengths, counts)]
         totals = torch.tensor([c + n for c, n in zip(counts, lengths)], device=device)
         self.valid = None if rows == 1 else torch.arange(int(totals.max()), device=device) < totals[:, None]
@@ -111,6 +112,8 @@ class _Layout:
         out = torch.cat(outs).reshape(q.shape[0], -1)
         if not self.keep:
             return out, None
+        if self.rows == 1:
+            return out, (keys[0].unsqueeze(0), values[0].unsqueeze(0))
         return out, (pad_sequence(keys, batch_first=True), pad_sequence(values, batch_first=True))
 
     def _pad(self, x: torch.Tensor) -> torch.Tensor:
