@@ -120,30 +120,40 @@ class BagelUnified(UnifiedCommon):
     # -- describing ------------------------------------------------------------
 
     def describe(self, images: Sequence[Image.Image], prompt: str, gen_kwargs: dict[str, Any]) -> list[DescribeResult]:
-        """One description (or failure) per image: the authors' ``[image, prompt]`` understanding call."""
+        """One description (or failure) per image: the authors' ``[image, prompt]`` understanding
+        call, ``batch_size`` images at a time (each text the one it gets alone)."""
         max_length, temperature, until = plain_decoding(gen_kwargs or {}, self.temperature, self.max_new_tokens)
 
         def call(chunk: list[Image.Image]) -> list[str]:
-            return [cut(self.describe_one(image, prompt, max_length, temperature), until) for image in chunk]
+            return [cut(text, until) for text in self.describe_many(chunk, prompt, max_length, temperature)]
 
         return self._isolated(call, images, "describe")
 
     def describe_one(self, image: Image.Image, prompt: str, max_length: int, temperature: float = 0.0,
                      on_logits: Any = None) -> str:
         """The text the authors' ``gen_text`` returns for ``image`` then ``prompt``."""
+        seen = None if on_logits is None else (lambda _, logits: on_logits(logits))
+        return self.describe_many([image], prompt, max_length, temperature, seen)[0]
+
+    def describe_many(self, images: Sequence[Image.Image], prompt: str, max_length: int, temperature: float = 0.0,
+                      on_logits: Any = None) -> list[str]:
+        """:meth:`describe_one` for every image at once: one prefill of the images, one of the
+        prompt, then one pass per decoding step over the unfinished descriptions
+        (``on_logits(index, logits)`` sees every step's logits)."""
         torch = self._torch
-        from .network import Context
+        from .network import Batch
 
         def pick(logits):
             if temperature == 0:
-                return int(torch.argmax(logits))
-            return int(torch.multinomial(torch.softmax(logits.float() / temperature, dim=-1), 1))
+                return logits.argmax(dim=-1).tolist()
+            return torch.multinomial(torch.softmax(logits.float() / temperature, dim=-1), 1)[:, 0].tolist()
 
+        net, ids = self.network, self.tokenizer.encode(prompt.strip())
         with torch.inference_mode():
-            ctx = self.network.add_image(Context(), image, self.special)
-            ctx = self.network.add_text(ctx, self.tokenizer.encode(prompt.strip()), self.special)
-            ids = self.network.generate_text(ctx, self.special, max_length, pick, on_logits)
-        return self.decode_text(ids)
+            batch = net.add_images(Batch.empty(len(images)), images, self.special)
+            batch = net.add_texts(batch, [ids] * len(images), self.special)
+            out = net.generate_texts(batch, self.special, [max_length] * len(images), pick, on_logits)
+        return [self.decode_text(ids) for ids in out]
 
     def decode_text(self, ids: list[int]) -> str:
         """As gen_text: decode from the start token, keep what lies before ``<|im_end|>``."""
@@ -155,27 +165,44 @@ class BagelUnified(UnifiedCommon):
     # -- drawing ---------------------------------------------------------------
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[GenerationResult]:
-        """One image (or failure) per prompt; each depends on its own prompt and seed only."""
+        """One image (or failure) per prompt, ``batch_size`` prompts drawn together; each depends on
+        its own prompt and seed only."""
         def call(chunk: list[tuple[str, int]]) -> list[GenerationResult]:
-            return [check_image(self.draw_one(p, s, self.image_size, self.image_size)[1], False) for p, s in chunk]
+            size = (self.image_size, self.image_size)
+            drawn = self.draw_many([p for p, _ in chunk], [s for _, s in chunk], [size] * len(chunk))
+            return [check_image(image, False) for _, image in drawn]
 
         return self._isolated(call, self._seeded(prompts, seeds), "generate")
 
     def draw_one(self, prompt: str, seed: int, height: int, width: int, flow: Any = None) -> tuple[Any, Image.Image]:
         """The latent tokens and the image of the authors' text-to-image call at ``seed``."""
+        return self.draw_many([prompt], [seed], [(height, width)], flow)[0]
+
+    def draw_many(self, prompts: Sequence[str], seeds: Sequence[int], sizes: Sequence[tuple[int, int]],
+                  flow: Any = None) -> list[tuple[Any, Image.Image]]:
+        """:meth:`draw_one` for every prompt at once (``sizes``: (height, width) each): every flow
+        step advances all latents in one pass per guidance context; each noise from its own seed."""
         torch = self._torch
         from .autoencoder import decode_latents
-        from .network import Context
+        from .network import Batch
 
         net = self.network
-        n = (height // net.latent_downsample) * (width // net.latent_downsample)
-        noise = torch.randn((n, net.patch * net.patch * net.latent_channels), generator=torch.Generator().manual_seed(seed))
+        noises = [torch.randn(((h // net.latent_downsample) * (w // net.latent_downsample),
+                               net.patch * net.patch * net.latent_channels), generator=torch.Generator().manual_seed(s))
+                  for s, (h, w) in zip(seeds, sizes)]
         with torch.inference_mode():
-            cond = net.add_text(Context(), self.tokenizer.encode(prompt.strip()), self.special)  # as lmms-eval strips
+            texts = [self.tokenizer.encode(p.strip()) for p in prompts]  # as lmms-eval strips
+            cond = net.add_texts(Batch.empty(len(prompts)), texts, self.special)
             # text guidance's context lacks the prompt; image guidance's holds it, as the conditional one
-            contexts = {"cond": cond, "text": Context(), "image": cond}
-            tokens = net.draw(contexts, height, width, noise, flow or self.flow, self.special)
-            pixels = decode_latents(self.vae, net.unpatchify(tokens, height, width))
+            contexts = {"cond": cond, "text": Batch.empty(len(prompts)), "image": cond}
+            tokens = net.draw_many(contexts, sizes, noises, flow or self.flow, self.special)
+            maps = [net.unpatchify(t, h, w) for t, (h, w) in zip(tokens, sizes)]
+            pixels: list[Any] = [None] * len(maps)
+            for size in dict.fromkeys(sizes):  # one decoder pass per image size
+                rows = [i for i, s in enumerate(sizes) if s == size]
+                for i, p in zip(rows, decode_latents(self.vae, torch.cat([maps[i] for i in rows]))):
+                    pixels[i] = p
         # the inferencer's conversion: [-1, 1] to [0, 255], truncated to uint8
-        array = ((pixels.float() * 0.5 + 0.5).clamp(0, 1)[0].permute(1, 2, 0) * 255).to(torch.uint8).cpu().numpy()
-        return tokens, Image.fromarray(array)
+        arrays = [((p.float() * 0.5 + 0.5).clamp(0, 1).permute(1, 2, 0) * 255).to(torch.uint8).cpu().numpy()
+                  for p in pixels]
+        return [(t, Image.fromarray(a)) for t, a in zip(tokens, arrays)]

@@ -48,7 +48,7 @@ class _VisionModel(nn.Module):
 
 
 class NaViT(nn.Module):
-    """``vit_model``: one image's patches ([n, 3 * p * p]) and grid positions to features."""
+    """``vit_model``: images' patches ([n, 3 * p * p]) and grid positions to features."""
 
     def __init__(self, config: Any) -> None:
         super().__init__()
@@ -56,13 +56,24 @@ class NaViT(nn.Module):
         self.vision_model = _VisionModel(config)
 
     def forward(self, patches: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return self.forward_many([patches], [positions])[0]
+
+    def forward_many(self, patches: list[torch.Tensor], positions: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Several images, each with full attention over its own patches only: one pass per patch
+        count (images of one size go together, unpadded and unmasked: the attention a padding mask
+        would need runs the unfused path, slower than a pass per size)."""
         m = self.vision_model
-        x = m.embeddings.patch_embedding(patches) + m.embeddings.position_embedding(positions)
-        x = x.unsqueeze(0)  # one image: full attention over its own patches
-        for layer in m.encoder.layers:
-            out = layer(x, None)
-            x = out[0] if isinstance(out, tuple) else out
-        return m.post_layernorm(x[0])
+        out: list[Any] = [None] * len(patches)
+        for n in dict.fromkeys(p.shape[0] for p in patches):
+            rows = [i for i, p in enumerate(patches) if p.shape[0] == n]
+            x = m.embeddings.patch_embedding(torch.stack([patches[i] for i in rows]))
+            x = x + m.embeddings.position_embedding(torch.stack([positions[i] for i in rows]))
+            for layer in m.encoder.layers:
+                y = layer(x, None)
+                x = y[0] if isinstance(y, tuple) else y
+            for i, features in zip(rows, m.post_layernorm(x)):
+                out[i] = features
+        return out
 
 
 class Connector(nn.Module):
