@@ -60,19 +60,19 @@ def test_each_presets_drawing_matches_the_authors_with_those_settings(preset):
     spec = drawing["draws"][preset]
     model = bagel_with(preset)
     latents = []
-    draw_one = type(model).draw_one
+    draw_many = type(model).draw_many
 
     def capture(*args, **kwargs):  # generate's own call, its latents kept
-        tokens, image = draw_one(model, *args, **kwargs)
-        latents.append(tokens)
-        return tokens, image
+        drawn = draw_many(model, *args, **kwargs)
+        latents.extend(tokens for tokens, _ in drawn)
+        return drawn
 
-    model.draw_one = capture
+    model.draw_many = capture
     try:
         with single_thread():
             image = model.generate([drawing["prompt"]], [drawing["seed"]])[0]
     finally:
-        del model.draw_one
+        del model.draw_many
     reference = torch.tensor(spec["latent"]).reshape(spec["latent_shape"])
     assert torch.allclose(latents[0], reference, atol=LATENT_ATOL, rtol=0)
     ours = np.asarray(image).astype(int)
@@ -87,13 +87,13 @@ def test_app_understanding_runs_its_512_tokens_as_the_authors():
     model = bagel_with("app")
     assert model.max_new_tokens == und["max_length"] == 512
     seen = []
-    generate_text = model.network.generate_text
-    model.network.generate_text = lambda *a, **k: seen.append(generate_text(*a, **k)) or seen[-1]
+    generate_texts = model.network.generate_texts  # describe's own call, its ids kept
+    model.network.generate_texts = lambda *a, **k: seen.extend(generate_texts(*a, **k)) or seen
     try:
         with single_thread():
             texts = model.describe([Image.open(PARITY / "input.png")], und["prompt"], {})
     finally:
-        del model.network.generate_text
+        del model.network.generate_texts
     assert [model.special.bos, *seen[0]] == und["token_ids"]  # 511 picks, no end token on this random model
     assert texts[0] == und["text"]  # its text has no edge whitespace: the port's strip changes nothing
 
