@@ -18,14 +18,13 @@ torch = pytest.importorskip("torch")
 from lmms_genbench.generators.unified import build_unified
 from lmms_genbench.generators.unified.bagel import BagelUnified
 from lmms_genbench.generators.unified.bagel.network import FlowSettings
+from tests.support.allowances import BAGEL_LATENT_ATOL, BAGEL_LOGITS_ATOL, BAGEL_PIXEL_ATOL
 
 PARITY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "bagel"
 CHECKPOINT = PARITY / "BAGEL-7B-MoT-tiny"
 EXPECTED = json.loads((PARITY / "expected.json").read_text())
 
-LOGITS_ATOL = 2e-5  # float32 reached 2.6e-6 on logits of magnitude 3.3
-LATENT_ATOL = 5e-5  # reached 5.6e-6 after 3 to 5 guided flow steps
-PIXEL_ATOL = 1  # uint8 after the authors' truncation: a value at a boundary may fall either side
+LOGITS_ATOL, LATENT_ATOL, PIXEL_ATOL = BAGEL_LOGITS_ATOL, BAGEL_LATENT_ATOL, BAGEL_PIXEL_ATOL
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ from lmms_genbench.generators.unified import build_unified
 from tests.support.threads import single_thread
 
 # the float32 parity allowances (50 steps reached 1.4e-6 in latents here; pixels within one level)
-from tests.unit.generators.test_bagel_parity import LATENT_ATOL, PIXEL_ATOL
+from tests.support.allowances import BAGEL_LATENT_ATOL as LATENT_ATOL
+from tests.support.allowances import BAGEL_PIXEL_ATOL as PIXEL_ATOL
 
 PARITY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "bagel"
 CHECKPOINT = PARITY / "BAGEL-7B-MoT-tiny"
@@ -34,11 +35,13 @@ PRESETS = RECORD["presets"]
 
 @cache
 def bagel_with(preset: str):
-    """What ``unified=bagel`` builds with ``preset``'s settings as explicit arguments (and the
-    recording's image size)."""
+    """What ``unified=bagel,unified.preset=<preset>`` builds (with the recording's image size and
+    steps); the preset's values are the recorded settings (test_unified_arguments checks the table
+    against ``PRESETS``)."""
     with single_thread():
-        return build_unified("bagel", pretrained=str(CHECKPOINT), device="cpu", dtype="float32",
-                             **{**PRESETS[preset]["arguments"], **RECORD["drawing"]["overrides"]})
+        model = build_unified("bagel", pretrained=str(CHECKPOINT), device="cpu", dtype="float32", preset=preset,
+                              **RECORD["drawing"]["overrides"])
+    return model
 
 
 def test_the_record_names_every_preset_and_reproduces_the_earlier_float32_record():
