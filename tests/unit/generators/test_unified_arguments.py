@@ -86,8 +86,9 @@ def test_a_bagel_preset_sets_its_values_and_names_the_model_by_them_only(preset,
 
 
 def test_each_preset_is_the_set_its_authors_outputs_were_recorded_with():
-    """parity/bagel/expected_presets.json's ``presets`` (what test_bagel_presets.py passes as explicit
-    arguments against the authors' outputs) is what ``unified.preset=<name>`` resolves to."""
+    """parity/bagel/expected_presets.json's ``presets`` (the settings the authors' outputs were
+    recorded with; test_bagel_presets.py runs each ``unified.preset=<name>`` against them) is what
+    ``unified.preset=<name>`` resolves to."""
     import json
 
     record = json.loads((ROOT / "tests" / "support" / "data" / "parity" / "bagel" / "expected_presets.json").read_text())
