@@ -50,3 +50,24 @@ def check_unified(local_hub, tmp_path, args: str, limit: int | None = 3) -> subp
     cmd = [str(BIN / "lmms-genbench"), "check", "--model", "cycle", "--model_args", args, "--tasks", "sdp_nocaps",
            *(["--limit", str(limit)] if limit is not None else []), "--output_path", str(tmp_path / "logs")]
     return subprocess.run(cmd, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def assert_batches_store_alike(one_run, batched_run) -> None:
+    """Two runs' ``artifacts`` folders (a run's folder each; ``unified.batch_size`` names no store)
+    hold the same hops: texts equal, images within one level (float rounding at a uint8 boundary)."""
+    import numpy as np
+    from PIL import Image
+
+    stores = []
+    for run_dir in (one_run, batched_run):
+        root = run_dir / "artifacts"
+        stores.append({p.relative_to(root).as_posix(): p for p in root.rglob("*") if p.suffix in (".txt", ".png")})
+    one, batched = stores
+    assert sorted(one) == sorted(batched), sorted(set(one) ^ set(batched))
+    assert any(n.endswith(".png") for n in one) and any(n.endswith(".txt") for n in one), sorted(one)
+    for name, path in one.items():
+        if name.endswith(".txt"):
+            assert batched[name].read_text() == path.read_text(), name
+        else:
+            a, b = (np.asarray(Image.open(p).convert("RGB")).astype(int) for p in (path, batched[name]))
+            assert a.shape == b.shape and np.abs(a - b).max() <= 1, name
