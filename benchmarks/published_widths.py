@@ -211,7 +211,9 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     row["rss_weights_gb"], row["peak_build_gb"] = (x - base for x in _rss_gb())
 
     spent = [0.0] * len(stacks)  # seconds inside each stack's layers
+    calls = [0] * len(stacks)  # forwards of each stack (its first layer's): the decoding steps a stage ran
     for i, (_, module, _) in enumerate(stacks):
+        module[0].register_forward_pre_hook(lambda *_, i=i: calls.__setitem__(i, calls[i] + 1))
         for layer in module:
             layer.register_forward_pre_hook(lambda mod, *_: setattr(mod, "_t0", time.perf_counter()))
             layer.register_forward_hook(lambda mod, *_, i=i: spent.__setitem__(
@@ -220,10 +222,11 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     def stage(key: str, call):  # its own peak: reset before it, after the build and the stage before
         row["peak_reset"] = _reset_peak() and row.get("peak_reset", True)
         row[f"rss_before_{key}_gb"] = _rss_gb()[0] - base
-        before = list(spent)
+        before, called = list(spent), list(calls)
         t = time.perf_counter()
         out = call()
         row[f"{key}_s"] = time.perf_counter() - t
+        row[f"{key}_forwards"] = {p: c - b for (p, _, _), c, b in zip(stacks, calls, called)}
         inside = [a - b for a, b in zip(spent, before)]
         row[f"{key}_full_s"] = row[f"{key}_s"] + sum(s * (d / layers - 1) for s, (_, _, d) in zip(inside, stacks))
         row[f"peak_{key}_gb"] = _rss_gb()[1] - base
@@ -234,6 +237,7 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     with torch.inference_mode():
         texts = stage("describe", lambda: model.describe([image], "Describe this image in one detailed paragraph.", gen))
         images = stage("draw", lambda: model.generate(["a red bicycle leaning on a blue wall"], [0]))
+    row["reply_chars"] = len(texts[0]) if isinstance(texts[0], str) else None  # random weights: may stop early
     failed = [r for r in [*texts, *images] if not isinstance(r, (str, Image.Image))]
     row["size"] = next((f"{i.width}x{i.height}" for i in images if isinstance(i, Image.Image)), "-")
     row["note"] = f"{len(failed)} failed: {failed[0]}" if failed else ""
