@@ -17,8 +17,8 @@ Full depth, extrapolated (the table says so): every layer of a cut stack has the
   * weights: parameters outside the stacks + the stacks' parameters x (published depth / cut depth), exact;
   * seconds: a forward hook times every stack layer; stage time - layer time + layer time x
     (published depth / cut depth). Linear in depth; ignores that the KV cache is longer per layer;
-  * peak: measured peak RSS while describing and drawing (the build's float32 initialisation peak is
-    left out) - cut weights + full weights (activations do not grow with depth at
+  * peak: measured peak RSS while describing and drawing, each stage's own (VmHWM reset before
+    each stage, so the build's float32 initialisation peak is left out) - cut weights + full weights (activations do not grow with depth at
     inference; the KV cache does, by kv_per_layer x layers: small at these token counts).
 """
 
@@ -150,7 +150,8 @@ def _stacks(model, patterns: dict[str, int], layers: int) -> list[tuple[str, obj
             if depth is not None:
                 found.append((path, module, depth))
             elif re.search(r"(Layer|Block)$", type(module[0]).__name__) and not re.search(
-                    r"Resnet|AttnBlock", type(module[0]).__name__):  # convolutional parts are not cut
+                    r"Resnet|AttnBlock|BasicTransformerBlock", type(module[0]).__name__):
+                # convolutional parts are not cut (a UNet's cross-attention: SDXL's down_blocks.1 has 2)
                 unnamed.append(f"{path} ({type(module[0]).__name__})")
     missing = [p for p in patterns if not any(re.search(p, f[0]) for f in found)]
     if missing or unnamed:
@@ -164,17 +165,24 @@ def _rss_gb() -> tuple[float, float]:
     return status["VmRSS"] / 2**20, max(status["VmHWM"], status["VmRSS"]) / 2**20
 
 
-def _reset_peak() -> None:
-    """Start the peak (VmHWM) again from the current RSS, so that a stage's peak is not the build's
-    (a float32 initialisation cast to bfloat16 peaks above everything after it)."""
+def _reset_peak() -> bool:
+    """Start the peak (VmHWM) again from the current RSS, so that a stage's peak is neither the
+    build's (a float32 initialisation cast to bfloat16 peaks above everything after it) nor the
+    stage's before. Freed heap is handed back first (``malloc_trim``): memory the allocator kept
+    would be reused by the stage unseen, and its activations read too small. False where the
+    kernel does not allow the reset (the peaks then include what came before)."""
+    import ctypes
     import gc
 
     gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to hand back
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
-    except OSError:  # not Linux, or not allowed: the peaks then include the build's
-        pass
+    except OSError:  # not Linux, or not allowed
+        return False
+    return _rss_gb()[1] <= _rss_gb()[0] + 0.01  # VmHWM back at VmRSS: the reset took
 
 
 def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
@@ -201,20 +209,24 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     full = params + sum(n * (d / layers - 1) for n, (_, _, d) in zip(stack_params, stacks))
     row.update(params_b=params / 1e9, full_params_b=full / 1e9, stacks={p: d for p, _, d in stacks})
     row["rss_weights_gb"], row["peak_build_gb"] = (x - base for x in _rss_gb())
-    _reset_peak()
 
     spent = [0.0] * len(stacks)  # seconds inside each stack's layers
+    calls = [0] * len(stacks)  # forwards of each stack (its first layer's): the decoding steps a stage ran
     for i, (_, module, _) in enumerate(stacks):
+        module[0].register_forward_pre_hook(lambda *_, i=i: calls.__setitem__(i, calls[i] + 1))
         for layer in module:
             layer.register_forward_pre_hook(lambda mod, *_: setattr(mod, "_t0", time.perf_counter()))
             layer.register_forward_hook(lambda mod, *_, i=i: spent.__setitem__(
                 i, spent[i] + time.perf_counter() - mod._t0))
 
-    def stage(key: str, call):
-        before = list(spent)
+    def stage(key: str, call):  # its own peak: reset before it, after the build and the stage before
+        row["peak_reset"] = _reset_peak() and row.get("peak_reset", True)
+        row[f"rss_before_{key}_gb"] = _rss_gb()[0] - base
+        before, called = list(spent), list(calls)
         t = time.perf_counter()
         out = call()
         row[f"{key}_s"] = time.perf_counter() - t
+        row[f"{key}_forwards"] = {p: c - b for (p, _, _), c, b in zip(stacks, calls, called)}
         inside = [a - b for a, b in zip(spent, before)]
         row[f"{key}_full_s"] = row[f"{key}_s"] + sum(s * (d / layers - 1) for s, (_, _, d) in zip(inside, stacks))
         row[f"peak_{key}_gb"] = _rss_gb()[1] - base
@@ -225,6 +237,7 @@ def one(name: str, layers: int, new_tokens: int, steps: int) -> dict:
     with torch.inference_mode():
         texts = stage("describe", lambda: model.describe([image], "Describe this image in one detailed paragraph.", gen))
         images = stage("draw", lambda: model.generate(["a red bicycle leaning on a blue wall"], [0]))
+    row["reply_chars"] = len(texts[0]) if isinstance(texts[0], str) else None  # random weights: may stop early
     failed = [r for r in [*texts, *images] if not isinstance(r, (str, Image.Image))]
     row["size"] = next((f"{i.width}x{i.height}" for i in images if isinstance(i, Image.Image)), "-")
     row["note"] = f"{len(failed)} failed: {failed[0]}" if failed else ""
@@ -258,16 +271,24 @@ def cost_rows(rows: list[dict], steps: int) -> str:
         cells = []
         for task in ("sdp_nocaps", "sdp_geneval"):
             h = cost.hours(cost.protocol_counts(task), rates)
-            cells += [f"{h['describe']:,.0f} (extrapolated)", f"{h['draw']:,.0f} (extrapolated)",
-                      f"{h['encode']:.2f} (measured, H100)" if "encode" in h else "- (not measured)"]
-        lines.append(f"| {r['model']} | {r['describe_full_s']:.0f} at {r['new_tokens']} tokens | {draw:,.0f} | "
-                     + " | ".join(cells) + " |")
+            cells += [f"{h['describe']:,.0f} (extrapolated, CPU)", f"{h['draw']:,.0f} (extrapolated, CPU)",
+                      f"{h['encode']:.2f} (measured rate, H100 preset)" if "encode" in h else "- (not measured)"]
+        lines.append(f"| {r['model']} | {r['describe_full_s']:.0f} at {r['new_tokens']} tokens (extrapolated, CPU) | "
+                     f"{draw:,.0f} (extrapolated, CPU) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def activations(r: dict) -> str:
+    """Each stage's activations, GiB: its own peak less the RSS it started from (rows measured with
+    the peak reset before each stage; older rows say they are not)."""
+    if "rss_before_draw_gb" not in r or not r.get("peak_reset"):
+        return "not reset per stage"
+    return ", ".join(f"{r[f'peak_{k}_gb'] - r[f'rss_before_{k}_gb']:.2f} ({k})" for k in ("describe", "draw"))
 
 
 def _line(r: dict, paper: str) -> str:
     return (f"| {r['model']} | {paper} | {r['layers']} | {r['params_b']:.2f} B / {r['full_params_b']:.2f} B | "
-            f"{r['peak_gb']:.1f} | {r['full_peak_gb']:.1f} | {r['build_s']:.0f} | "
+            f"{activations(r)} | {r['peak_gb']:.1f} | {r['full_peak_gb']:.1f} | {r['build_s']:.0f} | "
             f"{r['describe_s']:.1f} | {r['describe_full_s']:.1f} | {r['draw_s']:.1f} | {r['draw_full_s']:.1f} | "
             f"{r['size']} | {r['note']} |")
 
@@ -302,9 +323,10 @@ def main() -> int:
 
     print(f"# CPU ({os.cpu_count()} cores, {args.threads} threads), torch {torch.__version__}, bf16 random weights, "
           f"published widths, {args.layers} layers per stack, {args.new_tokens} new tokens, {args.steps} steps")
-    print("| model | published | layers | params cut / full | peak RSS GiB | full-depth peak GiB (extrap.) | "
-          "build s | describe s | full-depth describe s (extrap.) | draw s | full-depth draw s (extrap.) | image | note |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | published | layers | params cut / full | activations GiB | peak RSS GiB | "
+          "full-depth peak GiB (extrap.) | build s | describe s | full-depth describe s (extrap.) | draw s | "
+          "full-depth draw s (extrap.) | image | note |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     failures = 0
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(args.threads)}
     for name in names:  # one at a time: each child's peak is its own
@@ -315,7 +337,7 @@ def main() -> int:
         if done.returncode or not result:
             failures += 1
             tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            print(f"| {name} | {SYSTEMS[name][0]} | {args.layers} | - | - | - | - | - | - | - | - | - | "
+            print(f"| {name} | {SYSTEMS[name][0]} | {args.layers} | - | - | - | - | - | - | - | - | - | - | "
                   f"failed: {tail[:200]} |", flush=True)
             continue
         row = json.loads(result[0])
