@@ -18,12 +18,15 @@ unit), three arms measured side by side in one run, at the tiny parity size and 
     decoding forwards, sampler steps and decoders (b) runs, so a forward (b) wastes is in the
     floor too: the authors' arm is what shows a forward saved.
 
-Sizes: ``tiny`` = the parity checkpoints (tests/support/data/parity/<model>/, a source checkout);
-``mid`` = the published widths, vocabularies and token counts with 2 layers per stack, random
-float32 weights (``published_widths._cut`` and the ports' ``random_*`` builders), with small
-images where the model allows (Show-o 256 codes = 256 px; Janus its 576 codes, 384 px; VILA-U
-256 x 4 codes, 256 px); BLIP3-o (its SDXL UNet is built whole: 10 GB of float32) and BAGEL (the
-3584-wide, 152k-vocabulary MoT with two experts) are not built at mid size on a shared 2-core CPU.
+Sizes: ``tiny`` = the parity checkpoints (tests/support/data/parity/<model>/, a source checkout;
+Janus-Pro has no tiny folder there, so Janus is Janus-1.3B's); ``mid`` = the published widths,
+vocabularies and token counts with 2 layers per stack, random float32 weights
+(``published_widths._cut`` and the ports' ``random_*`` builders), with small images where the
+model allows. The default run measures Show-o at mid size (8 x 8 codes, 128 px; MAGVIT-v2 whole);
+Janus (its 576 codes, 384 px) and VILA-U (256 x 4 codes, 256 px) draw every code with one forward
+at 2048 / 4096 wide, minutes a batch here, so they run at mid size only when named with
+``--models``; BLIP3-o (its SDXL UNet is built whole: 10 GB of float32) and BAGEL (the 3584-wide,
+152k-vocabulary MoT with two experts) are not built at mid size on a shared 2-core CPU.
 Describing runs ``--new-tokens`` greedy tokens (an end-of-text token stops it earlier, the same in
 every arm); drawing the model's own sampler with ``--steps`` steps where it has steps.
 
@@ -50,6 +53,11 @@ PARITY = ROOT / "tests" / "support" / "data" / "parity"
 SYSTEMS = ("showo", "janus", "vila_u", "blip3o", "bagel")
 #: systems not built at mid size, and why
 NO_MID = {"blip3o": "SDXL UNet built whole (10 GB float32)", "bagel": "14B MoT at published widths (> 12 GB float32)"}
+#: the systems the default run measures at mid size; the others draw hundreds of codes one forward
+#: at a time at 2048 or 4096 wide (minutes a batch on a shared 2-core CPU: over the ~15 min budget)
+MID_DEFAULT = ("showo",)
+MID_COST = {"janus": "576 codes drawn one forward at a time, 2048 wide: over 8 min on 2 shared cores",
+            "vila_u": "256 x 4 codes drawn one forward at a time, 4096 wide"}
 QUESTION = "Describe this image in one detailed paragraph."
 PROMPTS = ("a red bicycle leaning on a blue wall", "two cats", "a lighthouse at dusk over a calm sea, oil painting",
            "a bowl of green apples", "a city street in the rain at night", "a small wooden boat",
@@ -93,7 +101,7 @@ def mid(name: str, device: str, steps: int, tokens: int):
             from lmms_genbench.generators.unified.showo.real import random_showo
 
             model = random_showo(device=device, dtype="float32", generation_timesteps=steps, max_new_tokens=tokens)
-            model.num_codes, model.image_size = 256, 16 * model.vq.geometry.downsample  # Show-o 256's 16 x 16 codes
+            model.num_codes, model.image_size = 64, 8 * model.vq.geometry.downsample  # 8 x 8 codes, 128 px
             return model
         if name == "janus":
             model = gpu_check.janus_1_3b(device, "float32")
@@ -234,20 +242,24 @@ def ratios(rows: list[dict]) -> dict[tuple[str, int], str]:
     return out
 
 
-def table(results: list[tuple[str, str, list[dict]]]) -> str:
-    lines = ["| system | size | arm | batch | hops/s | goals (issue 48) | note |", "|---|---|---|---|---|---|---|"]
-    for name, size, rows in results:
-        goals = ratios(rows)
-        for r in rows:
-            hops = f"{r['hops_s']:.3f}" if r.get("hops_s") else "-"
-            lines.append(f"| {name} | {size} | {r['arm']} | {r['batch']} | {hops} | "
-                         f"{goals.get((r['arm'], r['batch']), '')} | {r.get('note', '')} |")
+HEADER = "| system | size | arm | batch | hops/s | goals (issue 48) | note |\n|---|---|---|---|---|---|---|"
+
+
+def table_rows(name: str, size: str, rows: list[dict]) -> str:
+    """One system's lines of the table (printed as soon as it is measured)."""
+    goals = ratios(rows)
+    lines = []
+    for r in rows:
+        hops = f"{r['hops_s']:.3f}" if r.get("hops_s") else "-"
+        lines.append(f"| {name} | {size} | {r['arm']} | {r['batch']} | {hops} | "
+                     f"{goals.get((r['arm'], r['batch']), '')} | {r.get('note', '')} |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=",".join(SYSTEMS), help=f"comma list of {', '.join(SYSTEMS)}")
+    parser.add_argument("--models", default=None,
+                        help=f"comma list of {', '.join(SYSTEMS)} (default all; at mid size {', '.join(MID_DEFAULT)})")
     parser.add_argument("--sizes", default="tiny,mid", help="comma list of tiny, mid (default both)")
     parser.add_argument("--batches", default="1,4,8", help="ours' batch sizes (default 1,4,8)")
     parser.add_argument("--samples", type=int, default=2, help="samples the authors' loop runs (default 2)")
@@ -256,12 +268,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=2, help="sampler steps per drawing (default 2)")
     parser.add_argument("--new-tokens", type=int, default=8, help="greedy tokens per description (default 8)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="torch threads at mid size (default 2); the tiny networks run on one thread, where more only "
+                             "contend (tests/support/threads.py)")
     parser.add_argument("--quick", action="store_true", help="tiny size only, batches 1 and 4 (< 3 min)")
     args = parser.parse_args(argv)
     from benchmarks.gpu_check import chosen_models
 
-    names = chosen_models(args.models, SYSTEMS, "unified_throughput")
+    chosen = args.models is not None
+    names = chosen_models(args.models or ",".join(SYSTEMS), SYSTEMS, "unified_throughput")
     if names is None:
         return 2
     sizes = ["tiny"] if args.quick else [s.strip() for s in args.sizes.split(",") if s.strip()]
@@ -271,16 +286,18 @@ def main(argv: list[str] | None = None) -> int:
     batches = [1, 4] if args.quick else [int(b) for b in args.batches.split(",")]
     import torch
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    print(f"# {args.device}, {os.cpu_count()} cores, {torch.get_num_threads()} threads, torch {torch.__version__}; "
+    print(f"# {args.device}, {os.cpu_count()} cores, 1 thread at tiny size, {args.threads} at mid, torch {torch.__version__}; "
           f"{args.new_tokens} tokens a description, {args.steps} sampler steps, authors' loop over {args.samples} samples, "
           f"each arm's fastest of {args.repeats or '3 (tiny) / 1 (mid)'} turns")
-    results, started, failures = [], time.perf_counter(), 0
+    print(HEADER, flush=True)
+    started, failures = time.perf_counter(), 0
     for size in sizes:
+        torch.set_num_threads(1 if size == "tiny" else args.threads)
         for name in names:
-            if size == "mid" and name in NO_MID:
-                results.append((name, size, [{"arm": "-", "batch": "-", "note": f"skipped: {NO_MID[name]}"}]))
+            skip = NO_MID.get(name) or (None if chosen or name in MID_DEFAULT else
+                                        f"not in the default run: {MID_COST[name]}; ask for it with --models")
+            if size == "mid" and skip:
+                print(table_rows(name, size, [{"arm": "-", "batch": "-", "note": f"skipped: {skip}"}]), flush=True)
                 continue
             try:
                 repeats = args.repeats or (3 if size == "tiny" else 1)
@@ -288,9 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 - one system's failure is its row
                 failures += 1
                 rows = [{"arm": "-", "batch": "-", "note": f"failed: {type(exc).__name__}: {str(exc)[:160]}"}]
-            results.append((name, size, rows))
-            print(f"# {name} {size} done at {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    print(table(results))
+            print(table_rows(name, size, rows), flush=True)
     print(f"total {time.perf_counter() - started:.0f} s")
     return 1 if failures else 0
 
