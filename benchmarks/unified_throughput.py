@@ -1,7 +1,7 @@
 """The unified systems' hops per second on the CPU (a hop = one describe + one draw, the cycle's
 unit), three arms measured side by side in one run, at the tiny parity size and a mid size:
 
-    nice -n 10 python benchmarks/unified_throughput.py            # every system, both sizes (~15 min, 2 cores)
+    nice -n 10 python benchmarks/unified_throughput.py            # tiny: every system; mid: Show-o (6 min, 2 busy cores)
     python benchmarks/unified_throughput.py --quick               # tiny size, batch 1 and 4 (< 3 min)
     python benchmarks/unified_throughput.py --models showo,bagel --device cuda
 
