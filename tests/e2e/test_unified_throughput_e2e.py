@@ -19,9 +19,7 @@ SYSTEMS = ("showo", "janus", "vila_u", "blip3o", "bagel")
 @pytest.mark.parametrize("name", SYSTEMS)
 def test_the_authors_port_describes_and_draws_what_ours_does(name):
     ut = load_script("benchmarks/unified_throughput.py", "unified_throughput")
-    from benchmarks.unified_authors import AUTHORS
-
-    describe, draw = AUTHORS[name]
+    describe, draw = load_script("benchmarks/unified_authors.py", "unified_authors").AUTHORS[name]
     with single_thread():
         model = ut.tiny(name, "cpu", 2, 6)
         image = ut._images(2)[1]
