@@ -171,8 +171,9 @@ def blip3o_draw(m: Any, prompt: str, seed: int) -> Image.Image:
         cond = m.features(QWEN_CONVERSATION.format(DRAW_INSTRUCTION.format(prompt)), generator)
         null = m.features(NEGATIVE_PROMPT, generator) if m.decoder_guidance > 1 else None
         latents = m.decode_features(cond, null, generator)  # pipeline_llava_gen.py's loop
-        pixels = m.vae.decode(latents / m.vae.config.scaling_factor).sample
-    array = ((pixels[0].float() / 2 + 0.5).clamp(0, 1).permute(1, 2, 0).cpu().numpy() * 255).round()
+        # the pipeline's decode_latents: its order, in the decoder's dtype
+        pixels = (m.vae.decode(1 / m.vae.config.scaling_factor * latents).sample / 2 + 0.5).clamp(0, 1)
+    array = (pixels[0].permute(1, 2, 0).cpu().float().numpy() * 255).round()
     return Image.fromarray(array.astype("uint8"))
 
 
