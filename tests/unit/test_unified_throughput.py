@@ -41,3 +41,31 @@ def test_unknown_models_and_sizes_are_refused_in_one_line(ut, capsys):
     assert ut.main(["--sizes", "huge"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 2 and "unknown ['dalle']" in err and "--sizes" in err
+
+
+def test_the_clock_times_a_batched_entry_point_beside_forward(ut):
+    """BAGEL's ViT runs its layers from ``forward_many``, four levels down: timed as a forward."""
+    import time
+
+    import torch
+
+    class Slow(torch.nn.Module):
+        def forward_many(self, xs):
+            time.sleep(0.02)
+            return xs
+
+    class Model:
+        def __init__(self):
+            self.vit = Slow()
+
+    model = Model()
+    clock = ut.NetworkClock(model, "cpu")
+    assert model.vit.forward_many([1]) == [1]
+    assert clock.seconds >= 0.015
+    clock.close()
+    assert "forward_many" not in vars(model.vit)
+
+
+def test_every_arm_describes_the_same_work_per_image(ut):
+    sizes = [image.size for image in ut._images(8)]
+    assert set(sizes) == {(96, 80), (80, 96)}  # one shape and its turn: equal token counts
