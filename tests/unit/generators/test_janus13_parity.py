@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from lmms_genbench.generators.unified import build_unified
+from tests.support.janus_records import assert_prompts_and_pixels, assert_understanding_logits
 
 ROOT = Path(__file__).resolve().parents[2] / "support" / "data" / "parity" / "janus13"
 EXPECTED = json.loads((ROOT / "expected.json").read_text(encoding="utf-8"))
@@ -40,23 +41,11 @@ def test_the_checkpoint_is_read_with_its_own_sizes(janus):
 
 
 def test_prompts_and_pixels_are_deepseeks(janus):
-    chat = janus._chat
-    assert chat.understanding_ids(EXPECTED["question"]) == EXPECTED["understanding_input_ids"]
-    assert chat.generation_ids(EXPECTED["generation_prompt"]) == EXPECTED["generation_input_ids"]
-    pixels = chat.pixels(Image.open(ROOT / "image.png"))
-    assert pixels.astype(np.float64).sum() == pytest.approx(EXPECTED["pixel_values_sum"], abs=1e-5)
-    np.testing.assert_allclose(pixels[:, 10, :8].reshape(-1), EXPECTED["pixel_values_slice"], atol=1e-6)
+    assert_prompts_and_pixels(janus, EXPECTED, ROOT / "image.png")
 
 
 def test_understanding_logits_match(janus):
-    chat = janus._chat
-    ids = torch.tensor([EXPECTED["understanding_input_ids"]])
-    pixels = torch.from_numpy(chat.pixels(Image.open(ROOT / "image.png")))[None]
-    with torch.inference_mode():
-        logits = janus.model(input_ids=ids, pixel_values=pixels, attention_mask=torch.ones_like(ids)).logits[0]
-    np.testing.assert_allclose(logits[-1].numpy(), EXPECTED["understanding_logits_last"], atol=LOGITS_ATOL, rtol=0)
-    np.testing.assert_allclose(logits[5, :16].numpy(), EXPECTED["understanding_logits_first_image_row_slice"],
-                               atol=LOGITS_ATOL, rtol=0)
+    assert_understanding_logits(janus, EXPECTED, ROOT / "image.png", 5, LOGITS_ATOL)  # row 5: the first image token
 
 
 def test_greedy_description_matches(janus):

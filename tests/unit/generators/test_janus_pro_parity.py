@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from lmms_genbench.generators.unified import build_unified  # noqa: E402
+from tests.support.janus_records import assert_prompts_and_pixels, assert_understanding_logits
 from tests.support.threads import single_thread  # noqa: E402
 
 PARITY = Path(__file__).resolve().parents[2] / "support" / "data" / "parity"
@@ -46,23 +47,13 @@ def test_the_roles_and_prompts_are_deepseeks_janus_pro_format(pro):
     assert (pro.image_size, pro.image_tokens) == (48, 36)  # its 48 px tower in 8 px patches; 6x6 codes
     # the role tokens tokenizer.json lacks are added as LlamaTokenizerFast adds them (ids 374..381)
     assert all(chat.tokenizer.token_to_id(t) == i for t, i in EXPECTED["special_token_ids"].items())
-    assert chat.understanding_ids(EXPECTED["question"]) == EXPECTED["understanding_input_ids"]
-    assert chat.generation_ids(EXPECTED["generation_prompt"]) == EXPECTED["generation_input_ids"]
-    pixels = chat.pixels(Image.open(ROOT / "image.png"))
-    assert pixels.astype(np.float64).sum() == pytest.approx(EXPECTED["pixel_values_sum"], abs=1e-5)
-    np.testing.assert_allclose(pixels[:, 10, :8].reshape(-1), EXPECTED["pixel_values_slice"], atol=1e-6)
+    assert_prompts_and_pixels(pro, EXPECTED, ROOT / "image.png")
 
 
 def test_understanding_logits_match(pro):
-    chat = pro._chat
-    ids = torch.tensor([EXPECTED["understanding_input_ids"]])
-    pixels = torch.from_numpy(chat.pixels(Image.open(ROOT / "image.png")))[None]
-    with single_thread(), torch.inference_mode():
-        logits = pro.model(input_ids=ids, pixel_values=pixels, attention_mask=torch.ones_like(ids)).logits[0]
-    np.testing.assert_allclose(logits[-1].numpy(), EXPECTED["understanding_logits_last"], atol=LOGITS_ATOL, rtol=0)
-    row = EXPECTED["understanding_logits_first_image_row"]
-    np.testing.assert_allclose(logits[row, :16].numpy(), EXPECTED["understanding_logits_first_image_row_slice"],
-                               atol=LOGITS_ATOL, rtol=0)
+    with single_thread():
+        assert_understanding_logits(pro, EXPECTED, ROOT / "image.png", EXPECTED["understanding_logits_first_image_row"],
+                                    LOGITS_ATOL)
 
 
 def test_greedy_description_matches(pro, monkeypatch):
